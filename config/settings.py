@@ -1,0 +1,243 @@
+"""Kernodeck settings, read from KERNODECK_* environment variables (see README)."""
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("KERNODECK_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_bool(name, default=False):
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name} must be on or off (1/0, true/false), not {raw!r}.")
+
+
+def env_list(name, default=""):
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def env_limit(name, default):
+    """Parse a throttle limit written as "ATTEMPTS/SECONDS", e.g. "5/900"."""
+    raw = os.environ.get(name, default)
+    try:
+        attempts, seconds = (int(part) for part in raw.split("/"))
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name} must look like ATTEMPTS/SECONDS (e.g. 5/900), not {raw!r}."
+        ) from None
+    if attempts < 1 or seconds < 1:
+        raise ImproperlyConfigured(f"{name} needs positive numbers, not {raw!r}.")
+    return attempts, seconds
+
+
+def email_settings(url):
+    """Map KERNODECK_EMAIL_URL (console:, smtp://, smtp+tls://, smtp+ssl://) to settings."""
+    parts = urlsplit(url)
+    if parts.scheme in {"console", ""}:
+        return {"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}
+    if parts.scheme == "locmem":
+        return {"EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend"}
+    if parts.scheme not in {"smtp", "smtp+tls", "smtp+ssl"}:
+        raise ImproperlyConfigured(
+            "KERNODECK_EMAIL_URL must start with console:, smtp://, smtp+tls:// or smtp+ssl://."
+        )
+    query = parse_qs(parts.query)
+    return {
+        "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "EMAIL_HOST": parts.hostname or "localhost",
+        "EMAIL_PORT": parts.port or (465 if parts.scheme == "smtp+ssl" else 587),
+        "EMAIL_HOST_USER": unquote(parts.username or ""),
+        "EMAIL_HOST_PASSWORD": unquote(parts.password or ""),
+        "EMAIL_USE_TLS": parts.scheme == "smtp+tls",
+        "EMAIL_USE_SSL": parts.scheme == "smtp+ssl",
+        "DEFAULT_FROM_EMAIL": query.get("from", ["Kernodeck <noreply@localhost>"])[0],
+    }
+
+
+DEBUG = env_bool("KERNODECK_DEBUG")
+KERNODECK_DEMO = env_bool("KERNODECK_DEMO")
+
+SECRET_KEY = os.environ.get("KERNODECK_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "KERNODECK_SECRET_KEY is required when KERNODECK_DEBUG is off. "
+            "Generate one with: python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
+    SECRET_KEY = "insecure-development-key-only-for-KERNODECK_DEBUG-on"  # noqa: S105
+
+ALLOWED_HOSTS = env_list("KERNODECK_ALLOWED_HOSTS", "localhost,127.0.0.1" if DEBUG else "")
+CSRF_TRUSTED_ORIGINS = env_list("KERNODECK_CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "huey.contrib.djhuey",
+    "kernodeck.core",
+    "kernodeck.accounts",
+    "kernodeck.guides",
+    "kernodeck.demo",
+    "kernodeck.api",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "kernodeck" / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.i18n",
+                "kernodeck.core.context_processors.site",
+            ],
+        },
+    },
+]
+
+# Database: SQLite under var/ unless KERNODECK_DATABASE_URL says otherwise.
+DATABASE_URL = os.environ.get("KERNODECK_DATABASE_URL", f"sqlite:///{VAR_DIR / 'kernodeck.db'}")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        # IMMEDIATE takes the write lock when a transaction starts, so two writers queue
+        # instead of failing with "database is locked" when one upgrades a read lock.
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+else:
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = os.environ.get("KERNODECK_REDIS_URL", "")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Task queue: huey on a SQLite file by default, on Redis when configured.
+if REDIS_URL:
+    HUEY = {"huey_class": "huey.RedisHuey", "name": "kernodeck", "url": REDIS_URL}
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    HUEY = {
+        "huey_class": "huey.SqliteHuey",
+        "name": "kernodeck",
+        "filename": str(VAR_DIR / "tasks.sqlite3"),
+    }
+HUEY["immediate"] = env_bool("KERNODECK_TASKS_IMMEDIATE")
+HUEY["consumer"] = {"workers": 2, "worker_type": "thread"}
+
+# Accounts and authentication.
+AUTH_USER_MODEL = "accounts.User"
+SESSION_ENGINE = "kernodeck.accounts.sessions"
+SESSION_COOKIE_AGE = 60 * 60 * 24 * 14
+LOGIN_URL = "accounts:signin"
+LOGIN_REDIRECT_URL = "accounts:account"
+LOGOUT_REDIRECT_URL = "home"
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "kernodeck.accounts.validators.PasswordLengthValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator",
+        "OPTIONS": {"user_attributes": ("email", "first_name", "last_name")},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+# Throttling: ATTEMPTS/SECONDS. KERNODECK_THROTTLE=off is for load tests and scripts only.
+KERNODECK_THROTTLE = env_bool("KERNODECK_THROTTLE", default=True)
+KERNODECK_THROTTLE_SIGNIN_ACCOUNT = env_limit("KERNODECK_THROTTLE_SIGNIN_ACCOUNT", "5/900")
+KERNODECK_THROTTLE_SIGNIN_IP = env_limit("KERNODECK_THROTTLE_SIGNIN_IP", "20/900")
+KERNODECK_THROTTLE_REGISTER_IP = env_limit("KERNODECK_THROTTLE_REGISTER_IP", "5/3600")
+
+# Internationalisation: Spanish and English, chosen by the browser or the footer switch.
+LANGUAGE_CODE = "en"
+LANGUAGES = [("es", "Español"), ("en", "English")]
+LOCALE_PATHS = [BASE_DIR / "kernodeck" / "locale"]
+USE_I18N = True
+TIME_ZONE = "UTC"
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "kernodeck" / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Serve straight from the apps' static folders, so no collectstatic step is needed.
+WHITENOISE_USE_FINDERS = True
+
+globals().update(email_settings(os.environ.get("KERNODECK_EMAIL_URL", "console:")))
+DEFAULT_FROM_EMAIL = globals().get("DEFAULT_FROM_EMAIL", "Kernodeck <noreply@localhost>")
+
+# HTTPS: on in production (behind a TLS proxy that sets X-Forwarded-Proto), off for
+# DEBUG and for the local demo, which serves plain http://127.0.0.1:8000.
+KERNODECK_HTTPS = env_bool("KERNODECK_HTTPS", default=not DEBUG)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+if KERNODECK_HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    LANGUAGE_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = int(os.environ.get("KERNODECK_HSTS_SECONDS", 60 * 60 * 24 * 365))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = env_bool("KERNODECK_HSTS_PRELOAD", default=True)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("KERNODECK_LOG_LEVEL", "INFO")},
+    # The huey consumer installs its own handler; do not print its lines twice.
+    "loggers": {"huey": {"propagate": False}},
+}

@@ -1,0 +1,23 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from kernodeck.accounts import views as accounts_views
+from kernodeck.api.api import api
+
+admin.site.site_header = "Kernodeck back-office"
+admin.site.site_title = "Kernodeck back-office"
+# Unknown back-office paths answer 404 instead of redirecting to the sign-in page.
+admin.site.final_catch_all_view = False
+
+urlpatterns = [
+    path("", include("kernodeck.guides.urls")),
+    path("account/", include("kernodeck.accounts.urls")),
+    path("i18n/", include("django.conf.urls.i18n")),
+    # Operators sign in through the same throttled sign-in page as customers.
+    path("backoffice/login/", accounts_views.backoffice_login),
+    path("backoffice/", admin.site.urls),
+    path("api/v1/", api.urls),
+]
+
+handler404 = "kernodeck.core.views.page_not_found"
+handler500 = "kernodeck.core.views.server_error"

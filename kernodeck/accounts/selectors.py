@@ -1,0 +1,14 @@
+from kernodeck.accounts.models import ApiToken, Session, SshKey, User
+from kernodeck.core import clock
+
+
+def sessions_active_for(*, user: User):
+    return Session.objects.filter(user=user, expire_date__gt=clock.now()).order_by("-last_seen")
+
+
+def api_tokens_for(*, user: User):
+    return ApiToken.objects.filter(user=user).order_by("revoked_at", "-created_at")
+
+
+def ssh_keys_for(*, user: User):
+    return SshKey.objects.filter(user=user)

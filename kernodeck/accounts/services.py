@@ -1,0 +1,284 @@
+"""Account actions: the only code that writes accounts, tokens, keys and sessions."""
+
+import hashlib
+import secrets
+
+from django.contrib.auth import authenticate
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
+
+from kernodeck.accounts import throttle
+from kernodeck.accounts.models import ApiToken, Session, SshKey, User, normalize_email
+from kernodeck.accounts.ssh_keys import parse_public_key
+from kernodeck.core import clock
+from kernodeck.core.errors import Conflict, InvalidInput, NotFound
+from kernodeck.core.services import audit_record
+
+TOKEN_PREFIX = "kd_"  # noqa: S105 - a marker, not a secret
+MAX_ACTIVE_TOKENS = 20
+MAX_SSH_KEYS = 20
+
+
+def duplicate_email_message() -> str:
+    # The same words whatever password came with it: the refusal says nothing about the
+    # existing account and never signs anybody in.
+    return _(
+        "An account with this email already exists. Sign in instead; if you cannot, "
+        "contact support from that email with the details of the account."
+    )
+
+
+def signin_failed_message() -> str:
+    return _("The email or the password is not correct.")
+
+
+def _check_names(first_name: str, last_name: str) -> tuple[str, str]:
+    first_name, last_name = (first_name or "").strip(), (last_name or "").strip()
+    if not first_name:
+        raise InvalidInput(_("Enter your first name."), field="first_name")
+    if not last_name:
+        raise InvalidInput(_("Enter your last name."), field="last_name")
+    if len(first_name) > 150 or len(last_name) > 150:
+        raise InvalidInput(_("Names are limited to 150 characters."), field="last_name")
+    return first_name, last_name
+
+
+def account_register(
+    *, first_name: str, last_name: str, email: str, password: str, ip_address: str
+) -> User:
+    """Create an account. Refuses a taken email without touching the existing account."""
+    throttle.check(
+        "register_ip",
+        ip_address,
+        message=_("Too many registrations from your network."),
+    )
+    throttle.hit("register_ip", ip_address)
+
+    first_name, last_name = _check_names(first_name, last_name)
+    email = normalize_email(email)
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise InvalidInput(_("Enter a valid email address."), field="email") from None
+    if User.objects.filter(email=normalize_email(email)).exists():
+        raise Conflict(duplicate_email_message(), field="email")
+
+    candidate = User(email=email, first_name=first_name, last_name=last_name)
+    try:
+        validate_password(password, user=candidate)
+    except ValidationError as exc:
+        raise InvalidInput(" ".join(exc.messages), field="password") from None
+
+    candidate.set_password(password)
+    try:
+        with transaction.atomic():
+            candidate.save()
+            audit_record(
+                action="account.registered",
+                target=candidate,
+                actor=candidate,
+                after={"email": candidate.email},
+                ip_address=ip_address,
+            )
+    except IntegrityError:
+        # Lost a race with a registration of the same address.
+        raise Conflict(duplicate_email_message(), field="email") from None
+    return candidate
+
+
+def account_authenticate(*, email: str, password: str, ip_address: str, request=None) -> User:
+    """Check a sign-in. Failed attempts count per account and per address."""
+    email = normalize_email(email)
+    throttle.check(
+        "signin_account",
+        email,
+        message=_("Too many failed sign-ins for this account."),
+    )
+    throttle.check(
+        "signin_ip", ip_address, message=_("Too many failed sign-ins from your network.")
+    )
+
+    user = authenticate(request, email=email, password=password)
+    if user is None:
+        throttle.hit("signin_account", email)
+        throttle.hit("signin_ip", ip_address)
+        known = User.objects.filter(email=normalize_email(email)).first()
+        audit_record(
+            action="account.signin_failed",
+            target_type="accounts.user",
+            target_id=str(known.pk) if known else "",
+            data={"email": email[:254]},
+            ip_address=ip_address,
+        )
+        raise InvalidInput(signin_failed_message(), field="password")
+
+    throttle.reset("signin_account", email)
+    audit_record(action="account.signed_in", target=user, actor=user, ip_address=ip_address)
+    return user
+
+
+def profile_update(*, user: User, first_name: str, last_name: str) -> User:
+    first_name, last_name = _check_names(first_name, last_name)
+    before = {"first_name": user.first_name, "last_name": user.last_name}
+    after = {"first_name": first_name, "last_name": last_name}
+    if before == after:
+        return user
+    with transaction.atomic():
+        user.first_name, user.last_name = first_name, last_name
+        user.save(update_fields=["first_name", "last_name"])
+        audit_record(
+            action="account.profile_changed", target=user, actor=user, before=before, after=after
+        )
+    return user
+
+
+def password_change(*, user: User, current_password: str, new_password: str) -> User:
+    """Change the password after checking the current one."""
+    if not user.check_password(current_password):
+        raise InvalidInput(_("Your current password is not correct."), field="current_password")
+    try:
+        validate_password(new_password, user=user)
+    except ValidationError as exc:
+        raise InvalidInput(" ".join(exc.messages), field="new_password") from None
+    with transaction.atomic():
+        user.set_password(new_password)
+        user.save(update_fields=["password"])
+        audit_record(action="account.password_changed", target=user, actor=user)
+    return user
+
+
+def sessions_end_others(*, user: User, current_session_key: str) -> int:
+    """Sign the account out of every browser but this one; return how many were ended."""
+    with transaction.atomic():
+        ended, _ = (
+            Session.objects.filter(user=user).exclude(session_key=current_session_key).delete()
+        )
+        if ended:
+            audit_record(
+                action="account.sessions_ended", target=user, actor=user, data={"count": ended}
+            )
+    return ended
+
+
+def _digest(raw_token: str) -> str:
+    return hashlib.sha256(raw_token.encode()).hexdigest()
+
+
+def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
+    """Create a token and return it with its secret, which is never stored nor shown again."""
+    name = (name or "").strip()
+    if not name:
+        raise InvalidInput(
+            _("Give the token a name, e.g. the machine that will use it."), field="name"
+        )
+    if len(name) > 80:
+        raise InvalidInput(_("Token names are limited to 80 characters."), field="name")
+    with transaction.atomic():
+        User.objects.select_for_update().filter(pk=user.pk).first()
+        active = ApiToken.objects.filter(user=user, revoked_at__isnull=True).count()
+        if active >= MAX_ACTIVE_TOKENS:
+            raise Conflict(
+                _("You already have %(n)d active tokens; revoke one first.") % {"n": active},
+                field="name",
+            )
+        raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        token = ApiToken.objects.create(
+            user=user, name=name, prefix=raw[:10], digest=_digest(raw), created_at=clock.now()
+        )
+        audit_record(
+            action="account.token_created", target=token, actor=user, after={"name": name}
+        )
+    return token, raw
+
+
+def api_token_revoke(*, user: User, token_id: int) -> ApiToken:
+    with transaction.atomic():
+        token = ApiToken.objects.select_for_update().filter(user=user, pk=token_id).first()
+        if token is None:
+            raise NotFound(_("No such token."))
+        if token.revoked_at is not None:
+            return token
+        token.revoked_at = clock.now()
+        token.save(update_fields=["revoked_at"])
+        audit_record(
+            action="account.token_revoked", target=token, actor=user, after={"name": token.name}
+        )
+    return token
+
+
+def api_token_authenticate(raw_token: str) -> User | None:
+    """Return the active account behind a bearer token, or None."""
+    if not raw_token or not raw_token.startswith(TOKEN_PREFIX) or len(raw_token) > 100:
+        return None
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(digest=_digest(raw_token), revoked_at__isnull=True, user__is_active=True)
+        .first()
+    )
+    if token is None:
+        return None
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=clock.now())
+    return token.user
+
+
+def api_token_issue(*, email: str, password: str, ip_address: str) -> str:
+    """Sign in with email and password and return a new token (POST /auth/token)."""
+    user = account_authenticate(email=email, password=password, ip_address=ip_address)
+    _token, raw = api_token_create(
+        user=user,
+        name=_("API sign-in %(date)s") % {"date": clock.now().strftime("%Y-%m-%d %H:%M UTC")},
+    )
+    return raw
+
+
+def ssh_key_add(*, user: User, public_key: str, name: str = "") -> SshKey:
+    parsed = parse_public_key(public_key)
+    name = (name or "").strip() or parsed.comment or parsed.key_type
+    if len(name) > 80:
+        raise InvalidInput(_("Key names are limited to 80 characters."), field="name")
+    try:
+        with transaction.atomic():
+            if SshKey.objects.filter(user=user).count() >= MAX_SSH_KEYS:
+                raise Conflict(
+                    _("You already have %(n)d keys; remove one first.") % {"n": MAX_SSH_KEYS},
+                    field="public_key",
+                )
+            key = SshKey.objects.create(
+                user=user,
+                name=name,
+                key_type=parsed.key_type,
+                bits=parsed.bits,
+                public_key=parsed.public_key,
+                fingerprint=parsed.fingerprint,
+                created_at=clock.now(),
+            )
+            audit_record(
+                action="account.ssh_key_added",
+                target=key,
+                actor=user,
+                after={"name": name, "fingerprint": parsed.fingerprint},
+            )
+    except IntegrityError:
+        raise Conflict(_("This key is already on your account."), field="public_key") from None
+    return key
+
+
+def ssh_key_remove(*, user: User, key_id: int) -> None:
+    with transaction.atomic():
+        key = SshKey.objects.select_for_update().filter(user=user, pk=key_id).first()
+        if key is None:
+            raise NotFound(_("No such key."))
+        audit_record(
+            action="account.ssh_key_removed",
+            target=key,
+            actor=user,
+            before={"name": key.name, "fingerprint": key.fingerprint},
+        )
+        key.delete()
+
+
+def sessions_clear_expired() -> None:
+    Session.get_session_store_class().clear_expired()

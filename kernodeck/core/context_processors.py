@@ -1,0 +1,5 @@
+from django.conf import settings
+
+
+def site(request):
+    return {"demo_mode": settings.KERNODECK_DEMO}

@@ -1,0 +1,35 @@
+from django.conf import settings
+from django.db import models
+
+
+class AuditEvent(models.Model):
+    """One row per state change or money movement: who, when, what, before and after.
+
+    Rows are written by `core.services.audit_record` inside the transaction of the change
+    they describe, and never updated or deleted.
+    """
+
+    created_at = models.DateTimeField(db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Who did it; empty for the system (worker, watcher) or an anonymous visitor.",
+    )
+    action = models.CharField(max_length=64, db_index=True)
+    target_type = models.CharField(max_length=64)
+    target_id = models.CharField(max_length=64)
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    ip_address = models.GenericIPAddressField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["target_type", "target_id", "created_at"])]
+
+    def __str__(self):
+        when = f"{self.created_at:%Y-%m-%d %H:%M:%S}"
+        return f"{when} {self.action} {self.target_type}:{self.target_id}"

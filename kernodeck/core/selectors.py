@@ -1,0 +1,10 @@
+from kernodeck.core.models import AuditEvent
+
+
+def audit_events_for(*, target_type: str, target_id: str):
+    """The audit trail of one object, oldest first (a timeline)."""
+    return (
+        AuditEvent.objects.filter(target_type=target_type, target_id=str(target_id))
+        .select_related("actor")
+        .order_by("created_at", "id")
+    )

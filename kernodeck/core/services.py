@@ -1,0 +1,35 @@
+from django.db import models
+
+from kernodeck.core import clock
+from kernodeck.core.models import AuditEvent
+
+
+def audit_record(
+    *,
+    action: str,
+    target: models.Model | None = None,
+    target_type: str = "",
+    target_id: str = "",
+    actor=None,
+    before: dict | None = None,
+    after: dict | None = None,
+    data: dict | None = None,
+    ip_address: str | None = None,
+) -> AuditEvent:
+    """Write one audit event. Call it inside the transaction of the change it records."""
+    if target is not None:
+        target_type = target._meta.label_lower
+        target_id = str(target.pk)
+    if actor is not None and not getattr(actor, "is_authenticated", False):
+        actor = None
+    return AuditEvent.objects.create(
+        created_at=clock.now(),
+        actor=actor,
+        action=action,
+        target_type=target_type,
+        target_id=target_id,
+        before=before or {},
+        after=after or {},
+        data=data or {},
+        ip_address=ip_address,
+    )

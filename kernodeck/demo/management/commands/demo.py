@@ -1,0 +1,64 @@
+import signal
+import subprocess
+import sys
+import time
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from kernodeck.demo.profile import DEMO_HOST, DEMO_PORT
+from kernodeck.demo.services import demo_logins
+
+
+class Command(BaseCommand):
+    help = "Migrate, load the demo data and run web + worker on http://127.0.0.1:8000."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--port", type=int, default=DEMO_PORT)
+
+    def handle(self, *args, port, **options):
+        if not settings.KERNODECK_DEMO:
+            raise CommandError("Run the demo as `kernodeck demo` so demo mode is switched on.")
+        call_command("migrate", interactive=False, verbosity=0)
+        call_command("seed_demo", stdout=self.stdout)
+
+        command = [sys.executable, "-m", "kernodeck"]
+        children = [
+            subprocess.Popen([*command, "runserver", f"{DEMO_HOST}:{port}", "--noreload"]),
+            subprocess.Popen([*command, "worker"]),
+        ]
+        url = f"http://{DEMO_HOST}:{port}/"
+        self.stdout.write(self.style.SUCCESS(f"\nKernodeck demo is starting on {url}"))
+        for email, password in demo_logins().items():
+            self.stdout.write(f"  login  {email}  {password}")
+        self.stdout.write(f"  back-office: {url}backoffice/   API docs: {url}api/v1/docs")
+        self.stdout.write("Press Ctrl-C to stop web and worker.\n")
+
+        stopping = False
+
+        def stop(*_):
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        try:
+            while not stopping and all(child.poll() is None for child in children):
+                time.sleep(0.5)
+        finally:
+            for child in children:
+                if child.poll() is None:
+                    child.terminate()
+            deadline = time.monotonic() + 10
+            for child in children:
+                try:
+                    child.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    child.kill()
+        failed = [
+            c for c in children if c.returncode not in (0, -signal.SIGINT, -signal.SIGTERM, None)
+        ]
+        if failed and not stopping:
+            raise CommandError("A demo process stopped unexpectedly; see the messages above.")
+        self.stdout.write("Demo stopped.")

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class GuidesConfig(AppConfig):
+    name = "kernodeck.guides"
+    verbose_name = "Guides and FAQ"

@@ -1,0 +1,62 @@
+"""The settings module as a process sees it: run in subprocesses with a clean environment."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_kernodeck(tmp_path, *args, **env):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("KERNODECK_", "DJANGO_"))}
+    clean.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        KERNODECK_VAR_DIR=str(tmp_path),
+        KERNODECK_DATABASE_URL=f"sqlite:///{tmp_path / 'settings-test.db'}",
+        **env,
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "kernodeck", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=clean,
+        timeout=120,
+    )
+
+
+def test_production_mode_without_a_secret_key_refuses_to_start(tmp_path):
+    result = run_kernodeck(tmp_path, "check", KERNODECK_ALLOWED_HOSTS="example.org")
+
+    assert result.returncode == 2
+    assert "KERNODECK_SECRET_KEY is required when KERNODECK_DEBUG is off" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_production_settings_pass_the_deploy_check(tmp_path):
+    result = run_kernodeck(
+        tmp_path,
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        KERNODECK_SECRET_KEY="k" * 20 + "Zq8-veryRandomLookingSecret_value_42x",
+        KERNODECK_ALLOWED_HOSTS="gpu.example.org",
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues (0 silenced)." in result.stdout
+
+
+def test_bad_boolean_is_a_clear_configuration_error(tmp_path):
+    result = run_kernodeck(tmp_path, "check", KERNODECK_DEBUG="maybe")
+
+    assert result.returncode == 2
+    assert "KERNODECK_DEBUG must be on or off" in result.stderr
+
+
+def test_production_hashes_passwords_with_argon2_first():
+    from config import settings as production
+
+    assert production.PASSWORD_HASHERS[0] == "django.contrib.auth.hashers.Argon2PasswordHasher"
