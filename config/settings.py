@@ -89,6 +89,8 @@ INSTALLED_APPS = [
     "huey.contrib.djhuey",
     "kernodeck.core",
     "kernodeck.accounts",
+    "kernodeck.catalog",
+    "kernodeck.orders",
     "kernodeck.guides",
     "kernodeck.demo",
     "kernodeck.api",
@@ -192,6 +194,9 @@ KERNODECK_THROTTLE = env_bool("KERNODECK_THROTTLE", default=True)
 KERNODECK_THROTTLE_SIGNIN_ACCOUNT = env_limit("KERNODECK_THROTTLE_SIGNIN_ACCOUNT", "5/900")
 KERNODECK_THROTTLE_SIGNIN_IP = env_limit("KERNODECK_THROTTLE_SIGNIN_IP", "20/900")
 KERNODECK_THROTTLE_REGISTER_IP = env_limit("KERNODECK_THROTTLE_REGISTER_IP", "5/3600")
+
+# Orders: how long an unsettled order holds its units (seconds).
+KERNODECK_ORDER_HOLD_SECONDS = int(os.environ.get("KERNODECK_ORDER_HOLD_SECONDS", 2 * 60 * 60))
 
 # Internationalisation: Spanish and English, chosen by the browser or the footer switch.
 LANGUAGE_CODE = "en"

@@ -11,6 +11,8 @@ admin.site.final_catch_all_view = False
 
 urlpatterns = [
     path("", include("kernodeck.guides.urls")),
+    path("gpus/", include("kernodeck.catalog.urls")),
+    path("orders/", include("kernodeck.orders.urls")),
     path("account/", include("kernodeck.accounts.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     # Operators sign in through the same throttled sign-in page as customers.

@@ -15,3 +15,46 @@ def make_user(*, email=None, password=PASSWORD, staff=False, **fields) -> User:
     return User.objects.create_user(
         email or f"user{n}@example.org", password, is_staff=staff, **fields
     )
+
+
+def make_offer(
+    *,
+    slug=None,
+    gpus_per_unit=1,
+    units_total=10,
+    prices=None,
+    preparations=("python", "pytorch", "notebook", "inference"),
+    backend="cuda",
+    **fields,
+):
+    from decimal import Decimal
+
+    from kernodeck.catalog.models import Offer, OfferPrice
+
+    n = next(_seq)
+    offer = Offer.objects.create(
+        slug=slug or f"gpu-{n}",
+        gpu_model=fields.pop("gpu_model", f"GPU {n} 80 GB"),
+        vendor="amd" if backend == "rocm" else "nvidia",
+        backend=backend,
+        memory_gib=fields.pop("memory_gib", 80),
+        gpus_per_unit=gpus_per_unit,
+        units_total=units_total,
+        preparations=list(preparations),
+        **fields,
+    )
+    for days, price in (prices or {3: "100.00", 7: "210.00", 30: "800.00"}).items():
+        OfferPrice.objects.create(offer=offer, days=days, unit_price_usd=Decimal(price))
+    return offer
+
+
+def make_order(*, owner=None, offer=None, days=7, units=1, preparation="pytorch"):
+    from kernodeck.orders import services
+
+    return services.order_register(
+        owner=owner or make_user(),
+        offer=(offer or make_offer()).slug,
+        days=days,
+        units=units,
+        preparation=preparation,
+    )

@@ -113,7 +113,7 @@ def account_authenticate(*, email: str, password: str, ip_address: str, request=
             data={"email": email[:254]},
             ip_address=ip_address,
         )
-        raise InvalidInput(signin_failed_message(), field="password")
+        raise InvalidInput(signin_failed_message())
 
     throttle.reset("signin_account", email)
     audit_record(action="account.signed_in", target=user, actor=user, ip_address=ip_address)

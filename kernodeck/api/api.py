@@ -11,7 +11,9 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from kernodeck.accounts.api import TokenAuth
 from kernodeck.accounts.api import router as accounts_router
-from kernodeck.core.errors import ServiceError, Throttled
+from kernodeck.catalog.api import router as catalog_router
+from kernodeck.core.errors import InvalidInput, ServiceError, Throttled
+from kernodeck.orders.api import router as orders_router
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +30,8 @@ api = NinjaAPI(
     urls_namespace="api",
 )
 api.add_router("/auth", accounts_router)
+api.add_router("/", catalog_router)
+api.add_router("/", orders_router)
 
 
 def _detail(request, message: str, status: int, headers: dict | None = None):
@@ -71,6 +75,8 @@ def on_throttled(request, exc):
 
 @api.exception_handler(ServiceError)
 def on_service_error(request, exc):
+    if isinstance(exc, InvalidInput) and exc.field:
+        return _detail(request, f"{exc.field}: {exc.message}", exc.status)
     return _detail(request, exc.message, exc.status)
 
 

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from kernodeck.accounts.models import User, normalize_email
+from kernodeck.catalog.services import offer_create_if_missing
 from kernodeck.core.services import audit_record
+from kernodeck.demo.catalog import demo_offers
 from kernodeck.demo.profile import var_dir
 
 OPERATOR_EMAIL = "operator@kernodeck.test"
@@ -54,6 +56,11 @@ def _demo_user(*, email, first_name, last_name, staff, known) -> DemoLogin:
         )
         audit_record(action="account.registered", target=user, data={"demo": True})
     return DemoLogin(role, email, password, True)
+
+
+def demo_seed_catalog() -> int:
+    """Create the demo offers that do not exist yet; return how many were created."""
+    return sum(1 for fields in demo_offers() if offer_create_if_missing(**fields) is not None)
 
 
 def demo_seed() -> list[DemoLogin]:

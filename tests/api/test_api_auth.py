@@ -39,7 +39,9 @@ def test_register_with_a_short_password_answers_422_naming_the_rule(client):
     response = post(client, "/auth/register", {**REGISTER, "password": "x" * 14})
 
     assert response.status_code == 422
-    assert response.json() == {"detail": "Your password must be 15 to 128 characters long."}
+    assert response.json() == {
+        "detail": "password: Your password must be 15 to 128 characters long."
+    }
     assert not User.objects.exists()
 
 

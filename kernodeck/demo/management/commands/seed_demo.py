@@ -1,12 +1,14 @@
 from django.core.management.base import BaseCommand
 
-from kernodeck.demo.services import demo_seed
+from kernodeck.demo.services import demo_seed, demo_seed_catalog
 
 
 class Command(BaseCommand):
-    help = "Load the demo data (operator and customer logins). Safe to run again."
+    help = "Load the demo data (catalog, operator and customer logins). Safe to run again."
 
     def handle(self, *args, **options):
+        created = demo_seed_catalog()
+        self.stdout.write(f"Demo catalog: {created} offer(s) created.")
         for login in demo_seed():
             if login.created:
                 self.stdout.write(

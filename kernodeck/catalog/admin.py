@@ -1,0 +1,55 @@
+from django import forms
+from django.contrib import admin
+
+from kernodeck.catalog.models import Offer, OfferPrice, Preparation
+
+
+class OfferPriceInline(admin.TabularInline):
+    model = OfferPrice
+    extra = 0
+    min_num = 1
+
+
+class OfferAdminForm(forms.ModelForm):
+    preparations = forms.MultipleChoiceField(
+        choices=Preparation.choices, widget=forms.CheckboxSelectMultiple
+    )
+
+    class Meta:
+        model = Offer
+        fields = [
+            "slug",
+            "gpu_model",
+            "vendor",
+            "backend",
+            "memory_gib",
+            "gpus_per_unit",
+            "units_total",
+            "preparations",
+            "description",
+            "is_active",
+            "sort_order",
+        ]
+
+
+@admin.register(Offer)
+class OfferAdmin(admin.ModelAdmin):
+    form = OfferAdminForm
+    inlines = [OfferPriceInline]
+    list_display = [
+        "gpu_model",
+        "slug",
+        "backend",
+        "memory_gib",
+        "gpus_per_unit",
+        "units_total",
+        "is_active",
+        "sort_order",
+    ]
+    list_filter = ["backend", "is_active"]
+    list_editable = ["is_active", "sort_order"]
+    search_fields = ["gpu_model", "slug"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # Slugs are stable once an offer exists: URLs and API clients rely on them.
+        return ["slug"] if obj else []

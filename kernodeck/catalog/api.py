@@ -1,0 +1,75 @@
+"""Catalog endpoints: offers and quotes. Public: no token needed."""
+
+from ninja import Router, Schema
+
+from kernodeck.catalog import selectors
+from kernodeck.core.money import usd_str
+from kernodeck.orders import selectors as order_selectors
+
+router = Router(tags=["catalog"])
+
+
+class OfferOut(Schema):
+    slug: str
+    gpu: str
+    vendor: str
+    backend: str
+    memory_gib: int
+    gpus_per_unit: int
+    prices: dict[str, str]
+    units_available: int
+    preparations: list[str]
+
+
+class QuoteIn(Schema):
+    offer: str
+    days: int
+    units: int
+    preparation: str
+
+
+class QuoteOut(Schema):
+    offer: str
+    days: int
+    units: int
+    gpus: int
+    preparation: str
+    unit_price_usd: str
+    total_usd: str
+
+
+def quote_out(quote) -> dict:
+    return {
+        "offer": quote.offer,
+        "days": quote.days,
+        "units": quote.units,
+        "gpus": quote.gpus,
+        "preparation": quote.preparation,
+        "unit_price_usd": usd_str(quote.unit_price_usd),
+        "total_usd": usd_str(quote.total_usd),
+    }
+
+
+@router.get("/offers", auth=None, response=list[OfferOut])
+def offers(request):
+    """Every active offer, with per-unit prices by duration (days) and units free now."""
+    return [
+        {
+            "slug": item.offer.slug,
+            "gpu": item.offer.gpu_model,
+            "vendor": item.offer.vendor,
+            "backend": item.offer.backend,
+            "memory_gib": item.offer.memory_gib,
+            "gpus_per_unit": item.offer.gpus_per_unit,
+            "prices": {str(days): usd_str(price) for days, price in item.prices.items()},
+            "units_available": item.units_available,
+            "preparations": list(item.offer.preparations),
+        }
+        for item in selectors.offer_listings()
+    ]
+
+
+@router.post("/quotes", auth=None, response=QuoteOut)
+def quotes(request, payload: QuoteIn):
+    """Price a configuration exactly as the configurator and order registration do."""
+    return quote_out(order_selectors.configuration_quote(**payload.dict()))

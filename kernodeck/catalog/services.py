@@ -1,0 +1,24 @@
+from decimal import Decimal
+
+from django.db import transaction
+
+from kernodeck.catalog.models import Offer, OfferPrice
+from kernodeck.core.services import audit_record
+
+
+def offer_create_if_missing(*, slug: str, prices: dict[int, Decimal], **fields) -> Offer | None:
+    """Create an offer with its prices unless the slug exists (operators' edits win)."""
+    with transaction.atomic():
+        if Offer.objects.filter(slug=slug).exists():
+            return None
+        offer = Offer.objects.create(slug=slug, **fields)
+        OfferPrice.objects.bulk_create(
+            OfferPrice(offer=offer, days=days, unit_price_usd=price)
+            for days, price in prices.items()
+        )
+        audit_record(
+            action="catalog.offer_created",
+            target=offer,
+            after={"slug": slug, "prices": {str(d): str(p) for d, p in prices.items()}},
+        )
+    return offer

@@ -1,0 +1,114 @@
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from kernodeck.catalog.models import DURATIONS, MAX_UNITS, MIN_UNITS, Backend, Offer, Preparation
+
+
+class PaymentState(models.TextChoices):
+    AWAITING_PAYMENT = "awaiting_payment", _("Awaiting payment")
+    SETTLED = "settled", _("Settled")
+    CANCELLED = "cancelled", _("Cancelled")
+
+
+class RentalState(models.TextChoices):
+    NOT_STARTED = "not_started", _("Not started")
+    QUEUED = "queued", _("Queued")
+    PREPARING = "preparing", _("Preparing")
+    ACTIVE = "active", _("Active")
+    ENDED = "ended", _("Ended")
+    PROVISIONING_FAILED = "provisioning_failed", _("Provisioning failed")
+    SUSPENDED = "suspended", _("Suspended")
+
+
+# The allowed moves; services refuse every other one.
+PAYMENT_TRANSITIONS = {
+    PaymentState.AWAITING_PAYMENT: {PaymentState.SETTLED, PaymentState.CANCELLED},
+    PaymentState.SETTLED: set(),
+    PaymentState.CANCELLED: set(),
+}
+RENTAL_TRANSITIONS = {
+    RentalState.NOT_STARTED: {RentalState.QUEUED},
+    RentalState.QUEUED: {RentalState.PREPARING, RentalState.PROVISIONING_FAILED},
+    RentalState.PREPARING: {RentalState.ACTIVE, RentalState.PROVISIONING_FAILED},
+    RentalState.ACTIVE: {RentalState.ENDED, RentalState.SUSPENDED},
+    RentalState.SUSPENDED: {RentalState.ACTIVE, RentalState.ENDED},
+    RentalState.PROVISIONING_FAILED: {RentalState.QUEUED},
+    RentalState.ENDED: set(),
+}
+# Rentals in these states no longer hold fleet units.
+RELEASED_RENTAL_STATES = {RentalState.ENDED}
+
+
+class Order(models.Model):
+    """A customer's order: an immutable quote snapshot plus payment and rental states."""
+
+    reference = models.CharField(max_length=16, unique=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="orders"
+    )
+    offer = models.ForeignKey(Offer, on_delete=models.PROTECT, related_name="orders")
+
+    # The quote at registration: written once, never updated.
+    offer_slug = models.SlugField()
+    gpu_model = models.CharField(max_length=80)
+    backend = models.CharField(max_length=8, choices=Backend.choices)
+    memory_gib = models.PositiveIntegerField()
+    gpus_per_unit = models.PositiveSmallIntegerField()
+    days = models.PositiveSmallIntegerField()
+    units = models.PositiveSmallIntegerField()
+    gpus = models.PositiveSmallIntegerField()
+    preparation = models.CharField(max_length=16, choices=Preparation.choices)
+    unit_price_usd = models.DecimalField(max_digits=10, decimal_places=2)
+    total_usd = models.DecimalField(max_digits=12, decimal_places=2)
+
+    payment_state = models.CharField(
+        max_length=20, choices=PaymentState.choices, default=PaymentState.AWAITING_PAYMENT
+    )
+    rental_state = models.CharField(
+        max_length=24, choices=RentalState.choices, default=RentalState.NOT_STARTED
+    )
+    created_at = models.DateTimeField()
+    hold_until = models.DateTimeField(help_text="Unsettled orders hold their units until then.")
+    settled_at = models.DateTimeField(null=True, blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+    starts_at = models.DateTimeField(null=True, blank=True)
+    ends_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "-created_at"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(units__gte=MIN_UNITS, units__lte=MAX_UNITS),
+                name="orders_order_units_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(days__in=DURATIONS), name="orders_order_days_allowed"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(gpus=models.F("gpus_per_unit") * models.F("units")),
+                name="orders_order_gpus_match_units",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(unit_price_usd__gt=0, total_usd__gt=0),
+                name="orders_order_amounts_positive",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(payment_state__in=PaymentState.values),
+                name="orders_order_payment_state_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(rental_state__in=RentalState.values),
+                name="orders_order_rental_state_valid",
+            ),
+            # Only a settled order ever leaves "not started".
+            models.CheckConstraint(
+                condition=models.Q(rental_state=RentalState.NOT_STARTED)
+                | models.Q(payment_state=PaymentState.SETTLED),
+                name="orders_order_rental_needs_settlement",
+            ),
+        ]
+
+    def __str__(self):
+        return self.reference

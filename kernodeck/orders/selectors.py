@@ -1,0 +1,85 @@
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
+from kernodeck.catalog import selectors as catalog_selectors
+from kernodeck.catalog.quotes import Quote, quote
+from kernodeck.core.errors import Conflict, NotFound
+from kernodeck.core.selectors import audit_events_for
+from kernodeck.orders import capacity
+from kernodeck.orders.models import Order
+
+
+def not_enough_units_message(*, available: int, gpu_model: str) -> str:
+    if available == 0:
+        return _("No %(gpu)s units are free right now. Try another GPU or come back later.") % {
+            "gpu": gpu_model
+        }
+    return ngettext(
+        "Only %(n)d %(gpu)s unit is free right now.",
+        "Only %(n)d %(gpu)s units are free right now.",
+        available,
+    ) % {"n": available, "gpu": gpu_model}
+
+
+def offer_quote(*, offer_obj, days, units, preparation) -> Quote:
+    """Quote a configuration of a loaded offer and check the fleet has the units free.
+
+    Raises InvalidInput (bad input) or Conflict (not enough units), naming the field.
+    """
+    result = quote(
+        catalog_selectors.price_sheet(offer_obj), days=days, units=units, preparation=preparation
+    )
+    held = capacity.units_held(offer_ids=[offer_obj.pk]).get(offer_obj.pk, 0)
+    available = max(0, offer_obj.units_total - held)
+    if result.units > available:
+        raise Conflict(
+            not_enough_units_message(available=available, gpu_model=offer_obj.gpu_model),
+            field="units",
+        )
+    return result
+
+
+def configuration_quote(*, offer, days, units, preparation) -> Quote:
+    """Quote a configuration given by the offer's slug (configurator, API, orders)."""
+    offer_obj = catalog_selectors.offer_get_active(slug=offer)
+    return offer_quote(offer_obj=offer_obj, days=days, units=units, preparation=preparation)
+
+
+def orders_for(*, owner):
+    return Order.objects.filter(owner=owner).order_by("-created_at", "-id")
+
+
+def order_get_for_owner(*, owner, reference: str) -> Order:
+    """The owner's order, or NotFound — also when the order belongs to someone else."""
+    order = (
+        Order.objects.filter(owner=owner, reference=str(reference or "").upper()[:16])
+        .select_related("offer")
+        .first()
+    )
+    if order is None:
+        raise NotFound(_("No order with this reference on your account."))
+    return order
+
+
+TIMELINE_LABELS = {
+    "order.registered": gettext_lazy("Order registered"),
+    "order.cancelled": gettext_lazy("Order cancelled"),
+    "order.settled": gettext_lazy("Payment settled"),
+    "order.rental_state_changed": gettext_lazy("Rental state changed"),
+    "order.hold_extended": gettext_lazy("Unit hold extended"),
+}
+
+
+def order_timeline(*, order: Order):
+    """Every audit event of the order, oldest first, with a label a customer reads."""
+    events = audit_events_for(target_type="orders.order", target_id=order.pk)
+    return [
+        {
+            "at": event.created_at,
+            "action": event.action,
+            "label": str(TIMELINE_LABELS.get(event.action, event.action)),
+            "by_customer": event.actor_id == order.owner_id,
+            "data": event.after or event.data,
+        }
+        for event in events
+    ]

@@ -1,0 +1,109 @@
+"""Order actions: the only code that writes orders."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
+
+from kernodeck.catalog import selectors as catalog_selectors
+from kernodeck.core import clock
+from kernodeck.core.errors import Conflict
+from kernodeck.core.money import usd_str
+from kernodeck.core.services import audit_record
+from kernodeck.orders import locks, selectors
+from kernodeck.orders.models import PAYMENT_TRANSITIONS, Order, PaymentState
+from kernodeck.orders.references import new_reference
+
+REFERENCE_ATTEMPTS = 5
+
+
+def _snapshot(order: Order) -> dict:
+    return {
+        "offer": order.offer_slug,
+        "gpu_model": order.gpu_model,
+        "days": order.days,
+        "units": order.units,
+        "gpus": order.gpus,
+        "preparation": order.preparation,
+        "unit_price_usd": usd_str(order.unit_price_usd),
+        "total_usd": usd_str(order.total_usd),
+    }
+
+
+def order_register(*, owner, offer, days, units, preparation) -> Order:
+    """Register an order from a configuration, holding its units for the hold window.
+
+    The price comes from the same quote the configurator shows. The offer row is locked
+    while capacity is counted, so two customers racing for the last unit cannot both win.
+    """
+    offer_obj = catalog_selectors.offer_get_active(slug=offer)
+    now = clock.now()
+    with transaction.atomic():
+        # Count capacity only once the offer row is locked: the check and the insert below
+        # are one step for every other order of this offer.
+        offer_row = locks.lock_offer(offer_obj.pk)
+        quote = selectors.offer_quote(
+            offer_obj=offer_row, days=days, units=units, preparation=preparation
+        )
+        order = Order(
+            owner=owner,
+            offer=offer_row,
+            offer_slug=offer_row.slug,
+            gpu_model=offer_row.gpu_model,
+            backend=offer_row.backend,
+            memory_gib=offer_row.memory_gib,
+            gpus_per_unit=quote.gpus_per_unit,
+            days=quote.days,
+            units=quote.units,
+            gpus=quote.gpus,
+            preparation=quote.preparation,
+            unit_price_usd=quote.unit_price_usd,
+            total_usd=quote.total_usd,
+            created_at=now,
+            hold_until=now + timedelta(seconds=settings.KERNODECK_ORDER_HOLD_SECONDS),
+        )
+        for attempt in range(REFERENCE_ATTEMPTS):
+            order.reference = new_reference()
+            try:
+                with transaction.atomic():
+                    order.save(force_insert=True)
+                break
+            except IntegrityError:
+                if attempt == REFERENCE_ATTEMPTS - 1:
+                    raise
+        audit_record(
+            action="order.registered",
+            target=order,
+            actor=owner,
+            after={**_snapshot(order), "hold_until": order.hold_until.isoformat()},
+        )
+    return order
+
+
+def order_cancel(*, order: Order, actor) -> Order:
+    """Cancel an unsettled order; its units are released at once."""
+    with transaction.atomic():
+        order = locks.lock_order(order.pk)
+        if order.payment_state == PaymentState.CANCELLED:
+            return order
+        if PaymentState.CANCELLED not in PAYMENT_TRANSITIONS[order.payment_state]:
+            raise Conflict(
+                _(
+                    "A settled order cannot be cancelled here. Contact support with the "
+                    "reference %(reference)s."
+                )
+                % {"reference": order.reference}
+            )
+        before = order.payment_state
+        order.payment_state = PaymentState.CANCELLED
+        order.cancelled_at = clock.now()
+        order.save(update_fields=["payment_state", "cancelled_at"])
+        audit_record(
+            action="order.cancelled",
+            target=order,
+            actor=actor,
+            before={"payment_state": before},
+            after={"payment_state": order.payment_state},
+        )
+    return order

@@ -1,0 +1,107 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.utils.translation import gettext as _
+
+from kernodeck.catalog import selectors as catalog_selectors
+from kernodeck.core.errors import NotFound, ServiceError
+from kernodeck.orders import selectors, services
+
+ORDERS_PER_PAGE = 20
+CONFIG_KEYS = ("offer", "days", "units", "preparation")
+
+
+def _owned_order(request, reference):
+    try:
+        return selectors.order_get_for_owner(owner=request.user, reference=reference)
+    except NotFound:
+        raise Http404 from None
+
+
+@login_required
+def new(request):
+    """Confirmation step: the summary once more, then register the order (POST)."""
+    source = request.POST if request.method == "POST" else request.GET
+    config = {key: source.get(key, "") for key in CONFIG_KEYS}
+    back_url = None
+    error = None
+    quote = None
+    try:
+        offer = catalog_selectors.offer_get_active(slug=config["offer"])
+        back_url = (
+            reverse("catalog:configure", args=[offer.slug])
+            + "?"
+            + urlencode({k: v for k, v in config.items() if k != "offer"})
+        )
+        if request.method == "POST":
+            order = services.order_register(owner=request.user, **config)
+            messages.success(
+                request,
+                _("Order %(reference)s is registered. Its units are held for you while you pay.")
+                % {"reference": order.reference},
+            )
+            return redirect("orders:detail", reference=order.reference)
+        quote = selectors.offer_quote(
+            offer_obj=offer,
+            days=config["days"],
+            units=config["units"],
+            preparation=config["preparation"],
+        )
+    except ServiceError as exc:
+        error = exc.message
+    return render(
+        request,
+        "orders/confirm.html",
+        {"quote": quote, "config": config, "error": error, "back_url": back_url},
+        status=200 if error is None else 422,
+    )
+
+
+@login_required
+def order_list(request):
+    page = Paginator(selectors.orders_for(owner=request.user), ORDERS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    return render(request, "orders/list.html", {"page": page})
+
+
+@login_required
+def detail(request, reference):
+    order = _owned_order(request, reference)
+    return render(
+        request,
+        "orders/detail.html",
+        {"order": order, "timeline": selectors.order_timeline(order=order)},
+    )
+
+
+@login_required
+def cancel(request, reference):
+    order = _owned_order(request, reference)
+    if request.method == "POST":
+        try:
+            services.order_cancel(order=order, actor=request.user)
+        except ServiceError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(
+                request, _("Order %(reference)s is cancelled.") % {"reference": order.reference}
+            )
+        return redirect("orders:detail", reference=order.reference)
+    return render(
+        request,
+        "confirm.html",
+        {
+            "title": _("Cancel order %(reference)s?") % {"reference": order.reference},
+            "body": _(
+                "Its units are released at once and it can no longer be paid. Do not send a "
+                "payment for it after cancelling. This cannot be undone."
+            ),
+            "confirm_label": _("Cancel the order"),
+            "cancel_url": reverse("orders:detail", args=[order.reference]),
+        },
+    )
