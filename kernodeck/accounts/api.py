@@ -1,6 +1,6 @@
 """Account endpoints of the JSON API and its bearer-token authentication."""
 
-from ninja import Router, Schema
+from ninja import Router, Schema, Status
 from ninja.security import HttpBearer
 
 from kernodeck.accounts import services
@@ -45,7 +45,7 @@ class TokenOut(Schema):
 def register(request, payload: RegisterIn):
     """Create an account. A taken email answers 409 and grants nothing."""
     user = services.account_register(**payload.dict(), ip_address=client_ip(request))
-    return 201, user
+    return Status(201, user)
 
 
 @router.post("/token", auth=None, response=TokenOut)

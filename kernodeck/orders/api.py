@@ -2,7 +2,7 @@
 
 from datetime import datetime
 
-from ninja import Router, Schema
+from ninja import Router, Schema, Status
 from ninja.pagination import paginate
 
 from kernodeck.catalog.api import QuoteIn
@@ -50,7 +50,7 @@ class OrderOut(Schema):
 def order_create(request, payload: QuoteIn):
     """Register an order for a configuration; its units are held while it awaits payment."""
     order = services.order_register(owner=request.auth, **payload.dict())
-    return 201, order
+    return Status(201, order)
 
 
 @router.get("/orders", response=list[OrderOut])
