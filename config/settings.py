@@ -91,6 +91,7 @@ INSTALLED_APPS = [
     "kernodeck.accounts",
     "kernodeck.catalog",
     "kernodeck.orders",
+    "kernodeck.payments",
     "kernodeck.guides",
     "kernodeck.demo",
     "kernodeck.api",
@@ -197,6 +198,26 @@ KERNODECK_THROTTLE_REGISTER_IP = env_limit("KERNODECK_THROTTLE_REGISTER_IP", "5/
 
 # Orders: how long an unsettled order holds its units (seconds).
 KERNODECK_ORDER_HOLD_SECONDS = int(os.environ.get("KERNODECK_ORDER_HOLD_SECONDS", 2 * 60 * 60))
+
+# Payments: exchange rates, watch-only wallets, instructions.
+KERNODECK_RATE_MAX_AGE = int(os.environ.get("KERNODECK_RATE_MAX_AGE", 300))
+KERNODECK_RATE_PROVIDERS = env_list("KERNODECK_RATE_PROVIDERS", "kraken,coingecko")
+KERNODECK_KRAKEN_URL = os.environ.get("KERNODECK_KRAKEN_URL", "https://api.kraken.com")
+KERNODECK_COINGECKO_URL = os.environ.get(
+    "KERNODECK_COINGECKO_URL", "https://api.coingecko.com/api/v3"
+)
+KERNODECK_COINGECKO_API_KEY = os.environ.get("KERNODECK_COINGECKO_API_KEY", "")
+KERNODECK_HTTP_TIMEOUT = float(os.environ.get("KERNODECK_HTTP_TIMEOUT", 10))
+KERNODECK_CHAIN_MODE = os.environ.get("KERNODECK_CHAIN_MODE", "mainnet")
+if KERNODECK_CHAIN_MODE not in {"mainnet", "testnet"}:
+    raise ImproperlyConfigured("KERNODECK_CHAIN_MODE must be mainnet or testnet.")
+KERNODECK_XPUBS = {
+    chain: os.environ.get(f"KERNODECK_XPUB_{chain.upper()}", "").strip()
+    for chain in ("bitcoin", "litecoin", "ethereum", "tron")
+}
+KERNODECK_SOLANA_RECIPIENT = os.environ.get("KERNODECK_SOLANA_RECIPIENT", "").strip()
+KERNODECK_PAYMENT_EXPIRY_SECONDS = int(os.environ.get("KERNODECK_PAYMENT_EXPIRY_SECONDS", 1800))
+KERNODECK_MONITOR_SECONDS = int(os.environ.get("KERNODECK_MONITOR_SECONDS", 24 * 60 * 60))
 
 # Internationalisation: Spanish and English, chosen by the browser or the footer switch.
 LANGUAGE_CODE = "en"

@@ -3,6 +3,7 @@ from django.urls import include, path
 
 from kernodeck.accounts import views as accounts_views
 from kernodeck.api.api import api
+from kernodeck.payments import views as payments_views
 
 admin.site.site_header = "Kernodeck back-office"
 admin.site.site_title = "Kernodeck back-office"
@@ -13,6 +14,8 @@ urlpatterns = [
     path("", include("kernodeck.guides.urls")),
     path("gpus/", include("kernodeck.catalog.urls")),
     path("orders/", include("kernodeck.orders.urls")),
+    path("orders/<str:reference>/pay/", payments_views.order_pay, name="order_pay"),
+    path("payments/", include("kernodeck.payments.urls")),
     path("account/", include("kernodeck.accounts.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     # Operators sign in through the same throttled sign-in page as customers.

@@ -14,6 +14,7 @@ from kernodeck.accounts.api import router as accounts_router
 from kernodeck.catalog.api import router as catalog_router
 from kernodeck.core.errors import InvalidInput, ServiceError, Throttled
 from kernodeck.orders.api import router as orders_router
+from kernodeck.payments.api import router as payments_router
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ api = NinjaAPI(
 api.add_router("/auth", accounts_router)
 api.add_router("/", catalog_router)
 api.add_router("/", orders_router)
+api.add_router("/", payments_router)
 
 
 def _detail(request, message: str, status: int, headers: dict | None = None):

@@ -10,6 +10,7 @@ from kernodeck.accounts.models import User, normalize_email
 from kernodeck.catalog.services import offer_create_if_missing
 from kernodeck.core.services import audit_record
 from kernodeck.demo.catalog import demo_offers
+from kernodeck.payments.services import payment_methods_ensure
 from kernodeck.demo.profile import var_dir
 
 OPERATOR_EMAIL = "operator@kernodeck.test"
@@ -56,6 +57,10 @@ def _demo_user(*, email, first_name, last_name, staff, known) -> DemoLogin:
         )
         audit_record(action="account.registered", target=user, data={"demo": True})
     return DemoLogin(role, email, password, True)
+
+
+def demo_seed_payment_methods() -> int:
+    return payment_methods_ensure()
 
 
 def demo_seed_catalog() -> int:

@@ -8,6 +8,8 @@ from ninja.pagination import paginate
 from kernodeck.catalog.api import QuoteIn
 from kernodeck.core.money import usd_str
 from kernodeck.orders import selectors, services
+from kernodeck.payments import selectors as payment_selectors
+from kernodeck.payments.api import intent_out
 
 router = Router(tags=["orders"])
 
@@ -43,7 +45,7 @@ class OrderOut(Schema):
 
     @staticmethod
     def resolve_payments(obj):
-        return []
+        return [intent_out(intent) for intent in payment_selectors.intents_for_order(order=obj)]
 
 
 @router.post("/orders", response={201: OrderOut})

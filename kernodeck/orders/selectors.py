@@ -67,6 +67,9 @@ TIMELINE_LABELS = {
     "order.settled": gettext_lazy("Payment settled"),
     "order.rental_state_changed": gettext_lazy("Rental state changed"),
     "order.hold_extended": gettext_lazy("Unit hold extended"),
+    "order.payment_instructions_created": gettext_lazy("Payment instructions created"),
+    "order.payment_declared": gettext_lazy("Payment declared by you (“I have paid”)"),
+    "order.payment_abandoned": gettext_lazy("Payment instructions abandoned"),
 }
 
 

@@ -11,7 +11,7 @@ from kernodeck.core import clock
 from kernodeck.core.errors import Conflict
 from kernodeck.core.money import usd_str
 from kernodeck.core.services import audit_record
-from kernodeck.orders import locks, selectors
+from kernodeck.orders import capacity, locks, selectors
 from kernodeck.orders.models import PAYMENT_TRANSITIONS, Order, PaymentState
 from kernodeck.orders.references import new_reference
 
@@ -105,5 +105,39 @@ def order_cancel(*, order: Order, actor) -> Order:
             actor=actor,
             before={"payment_state": before},
             after={"payment_state": order.payment_state},
+        )
+    return order
+
+
+def order_hold_extend(*, order: Order, until, actor=None) -> Order:
+    """Keep an unsettled order's units held until `until` (while a payment is pending).
+
+    If the hold had already lapsed, the units may have gone to someone else: they are
+    counted again under the offer's lock, and the extension is refused if they are gone.
+    """
+    with transaction.atomic():
+        order = locks.lock_order(order.pk)
+        if order.payment_state != PaymentState.AWAITING_PAYMENT or order.hold_until >= until:
+            return order
+        if order.hold_until <= clock.now():
+            offer = locks.lock_offer(order.offer_id)
+            held = capacity.units_held(offer_ids=[offer.pk]).get(offer.pk, 0)
+            if order.units > offer.units_total - held:
+                raise Conflict(
+                    _(
+                        "The units of order %(reference)s were released when its hold "
+                        "lapsed, and not enough are free now. Cancel it and order again."
+                    )
+                    % {"reference": order.reference}
+                )
+        before = order.hold_until
+        order.hold_until = until
+        order.save(update_fields=["hold_until"])
+        audit_record(
+            action="order.hold_extended",
+            target=order,
+            actor=actor,
+            before={"hold_until": before.isoformat()},
+            after={"hold_until": until.isoformat()},
         )
     return order

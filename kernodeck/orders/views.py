@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.orders import selectors, services
+from kernodeck.payments import selectors as payment_selectors
 
 ORDERS_PER_PAGE = 20
 CONFIG_KEYS = ("offer", "days", "units", "preparation")
@@ -72,10 +73,19 @@ def order_list(request):
 @login_required
 def detail(request, reference):
     order = _owned_order(request, reference)
+    intents = list(payment_selectors.intents_for_order(order=order))
+    live = next((i for i in intents if payment_selectors.intent_is_live(i)), None)
     return render(
         request,
         "orders/detail.html",
-        {"order": order, "timeline": selectors.order_timeline(order=order)},
+        {
+            "order": order,
+            "timeline": selectors.order_timeline(order=order),
+            "intents": intents,
+            "live_intent": live,
+            "methods": payment_selectors.methods_overview() if live is None else [],
+            "declared": any(i.declared_at for i in intents),
+        },
     )
 
 

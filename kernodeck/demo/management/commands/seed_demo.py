@@ -1,12 +1,13 @@
 from django.core.management.base import BaseCommand
 
-from kernodeck.demo.services import demo_seed, demo_seed_catalog
+from kernodeck.demo.services import demo_seed, demo_seed_catalog, demo_seed_payment_methods
 
 
 class Command(BaseCommand):
     help = "Load the demo data (catalog, operator and customer logins). Safe to run again."
 
     def handle(self, *args, **options):
+        demo_seed_payment_methods()
         created = demo_seed_catalog()
         self.stdout.write(f"Demo catalog: {created} offer(s) created.")
         for login in demo_seed():

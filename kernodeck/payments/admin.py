@@ -1,0 +1,93 @@
+from django import forms
+from django.contrib import admin
+
+from kernodeck.payments import registry, selectors, services
+from kernodeck.payments.models import PaymentIntent, PaymentMethod, Rate
+from kernodeck.payments.rates.base import ASSETS
+
+
+@admin.register(PaymentMethod)
+class PaymentMethodAdmin(admin.ModelAdmin):
+    """Operators switch methods on and off; the wallets are shown read-only above."""
+
+    list_display = ["code", "asset", "network", "enabled", "confirmations", "precision", "decimals"]
+    list_editable = ["enabled", "confirmations", "precision"]
+    readonly_fields = ["code", "asset", "network", "chain", "decimals"]
+    fields = ["code", "asset", "network", "chain", "decimals", "precision", "confirmations", "enabled"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = extra_context or {}
+        extra_context["wallets"] = sorted(
+            registry.configured_wallets().values(), key=lambda wallet: wallet.chain
+        )
+        extra_context["chain_mode"] = "testnet" if registry.testnet() else "mainnet"
+        extra_context["availability"] = selectors.methods_overview()
+        return super().changelist_view(request, extra_context=extra_context)
+
+
+class ManualRateForm(forms.ModelForm):
+    asset = forms.ChoiceField(choices=[(asset, asset) for asset in ASSETS])
+
+    class Meta:
+        model = Rate
+        fields = ["asset", "usd_per_coin"]
+
+
+@admin.register(Rate)
+class RateAdmin(admin.ModelAdmin):
+    """Fetched rates, and manual ones an operator enters (kept with who and when)."""
+
+    list_display = ["asset", "usd_per_coin", "source", "fetched_at", "entered_by"]
+    list_filter = ["asset", "source"]
+    date_hierarchy = "fetched_at"
+    form = ManualRateForm
+
+    def has_change_permission(self, request, obj=None):
+        return obj is None
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        rate = services.rate_record_manual(
+            asset=form.cleaned_data["asset"],
+            usd_per_coin=form.cleaned_data["usd_per_coin"],
+            actor=request.user,
+        )
+        obj.pk = rate.pk
+
+
+@admin.register(PaymentIntent)
+class PaymentIntentAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "method",
+        "order",
+        "owner",
+        "amount_base",
+        "amount_usd",
+        "status",
+        "declared_at",
+        "abandoned_at",
+        "created_at",
+        "expires_at",
+    ]
+    list_filter = ["status", "method", "purpose"]
+    search_fields = ["id", "address", "order__reference", "owner__email", "solana_reference"]
+    date_hierarchy = "created_at"
+    list_select_related = ["method", "order", "owner"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [field.name for field in self.model._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

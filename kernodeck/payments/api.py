@@ -1,0 +1,115 @@
+"""Payment endpoints: methods, instructions for an order, declare, abandon."""
+
+from datetime import datetime
+
+from ninja import Router, Schema, Status
+
+from kernodeck.core.money import usd_str
+from kernodeck.orders import selectors as order_selectors
+from kernodeck.payments import selectors, services, uris
+
+router = Router(tags=["payments"])
+
+
+class MethodOut(Schema):
+    code: str
+    asset: str
+    network: str
+    available: bool
+    reason: str
+
+
+class IntentOut(Schema):
+    id: str
+    method: str
+    asset: str
+    network: str
+    address: str
+    amount: str
+    amount_base_units: str
+    amount_usd: str
+    rate: str
+    rate_source: str
+    rate_fetched_at: datetime
+    expires_at: datetime
+    status: str
+    declared_at: datetime | None
+    abandoned_at: datetime | None
+    monitor_until: datetime
+    uri: str
+    solana_reference: str | None
+    order: str | None
+    demo_wallet: bool
+
+
+def intent_out(intent) -> dict:
+    return {
+        "id": str(intent.pk),
+        "method": intent.method_id,
+        "asset": intent.method.asset,
+        "network": intent.method.network,
+        "address": intent.address,
+        "amount": uris.amount_text(intent.amount_units, intent.method.decimals),
+        "amount_base_units": str(intent.amount_units),
+        "amount_usd": usd_str(intent.amount_usd),
+        "rate": format(intent.rate_usd_per_coin.normalize(), "f"),
+        "rate_source": intent.rate_source,
+        "rate_fetched_at": intent.rate_fetched_at,
+        "expires_at": intent.expires_at,
+        "status": intent.status,
+        "declared_at": intent.declared_at,
+        "abandoned_at": intent.abandoned_at,
+        "monitor_until": intent.monitor_until,
+        "uri": intent.uri,
+        "solana_reference": intent.solana_reference,
+        "order": intent.order.reference if intent.order_id else None,
+        "demo_wallet": intent.demo_wallet,
+    }
+
+
+class PayIn(Schema):
+    method: str
+
+
+@router.get("/payment-methods", auth=None, response=list[MethodOut])
+def payment_methods(request):
+    """Every method; `available` is true only when it can give instructions right now."""
+    return [
+        {
+            "code": item.method.code,
+            "asset": item.method.asset,
+            "network": item.method.network,
+            "available": item.available,
+            "reason": item.reason,
+        }
+        for item in selectors.methods_overview()
+    ]
+
+
+@router.post("/orders/{reference}/payments", response={201: IntentOut})
+def order_pay(request, reference: str, payload: PayIn):
+    """New payment instructions for an order (409 if it already has live ones)."""
+    order = order_selectors.order_get_for_owner(owner=request.auth, reference=reference)
+    intent = services.payment_intent_create_for_order(
+        order=order, method_code=payload.method, actor=request.auth
+    )
+    return Status(201, intent_out(intent))
+
+
+@router.get("/payments/{intent_id}", response=IntentOut)
+def payment_detail(request, intent_id: str):
+    return intent_out(selectors.intent_get_for_owner(owner=request.auth, intent_id=intent_id))
+
+
+@router.post("/payments/{intent_id}/declare", response=IntentOut)
+def payment_declare(request, intent_id: str):
+    """“I have paid”: recorded, verified on the blockchain later. Moves no money."""
+    intent = selectors.intent_get_for_owner(owner=request.auth, intent_id=intent_id)
+    return intent_out(services.payment_intent_declare(intent=intent, actor=request.auth))
+
+
+@router.post("/payments/{intent_id}/cancel", response=IntentOut)
+def payment_cancel(request, intent_id: str):
+    """Abandon instructions to choose another method; the address stays watched."""
+    intent = selectors.intent_get_for_owner(owner=request.auth, intent_id=intent_id)
+    return intent_out(services.payment_intent_abandon(intent=intent, actor=request.auth))

@@ -1,0 +1,28 @@
+"""The watch-only wallets this installation is configured with (from settings)."""
+
+import functools
+
+from django.conf import settings
+
+from kernodeck.payments.wallets import WatchOnlyWallet, load_wallets
+
+
+@functools.cache
+def _load(keys: tuple, solana_recipient: str, testnet: bool, demo: bool):
+    return load_wallets(
+        keys=dict(keys), solana_recipient=solana_recipient, testnet=testnet, demo=demo
+    )
+
+
+def testnet() -> bool:
+    return settings.KERNODECK_CHAIN_MODE == "testnet"
+
+
+def configured_wallets() -> dict[str, WatchOnlyWallet]:
+    """Wallets by chain; a chain without a key (outside demo mode) is absent."""
+    return _load(
+        tuple(sorted(settings.KERNODECK_XPUBS.items())),
+        settings.KERNODECK_SOLANA_RECIPIENT,
+        testnet(),
+        settings.KERNODECK_DEMO,
+    )

@@ -1,0 +1,95 @@
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils.translation import gettext as _
+
+from kernodeck.core import clock
+from kernodeck.core.errors import NotFound
+from kernodeck.payments import registry
+from kernodeck.payments.models import OPEN_STATUSES, PaymentIntent, PaymentMethod, Rate
+
+
+def rate_current(asset: str) -> Rate | None:
+    """The newest rate for `asset` if it is younger than KERNODECK_RATE_MAX_AGE."""
+    fresh_since = clock.now() - timedelta(seconds=settings.KERNODECK_RATE_MAX_AGE)
+    return Rate.objects.filter(asset=asset, fetched_at__gte=fresh_since).order_by(
+        "-fetched_at", "-id"
+    ).first()
+
+
+def rates_latest():
+    """The newest rate of every asset, fresh or not (for the back-office)."""
+    latest = {}
+    for rate in Rate.objects.order_by("asset", "-fetched_at", "-id"):
+        latest.setdefault(rate.asset, rate)
+    return list(latest.values())
+
+
+@dataclass(frozen=True)
+class MethodAvailability:
+    method: PaymentMethod
+    available: bool
+    reason: str  # why not, in words for the customer; empty when available
+
+
+def method_availability(method: PaymentMethod) -> MethodAvailability:
+    if not method.enabled:
+        return MethodAvailability(method, False, _("Not offered at the moment."))
+    if method.chain not in registry.configured_wallets():
+        return MethodAvailability(method, False, _("Not configured on this site."))
+    if method.code in {"usdt-ethereum", "usdt-tron"} and registry.testnet():
+        from kernodeck.payments.methods import token_contract
+
+        if token_contract(method.code, testnet=True) is None:
+            return MethodAvailability(method, False, _("Not available in test-network mode."))
+    # Demo rates answer on demand, so in demo mode a rate is always at hand.
+    if not settings.KERNODECK_DEMO and rate_current(method.asset) is None:
+        return MethodAvailability(
+            method,
+            False,
+            _("No fresh exchange rate for %(asset)s right now; try again in a few minutes.")
+            % {"asset": method.asset},
+        )
+    return MethodAvailability(method, True, "")
+
+
+def methods_overview() -> list[MethodAvailability]:
+    return [method_availability(method) for method in PaymentMethod.objects.all()]
+
+
+def intent_is_live(intent: PaymentIntent) -> bool:
+    """Live: instructions a customer may still pay (open, not abandoned, not expired)."""
+    return (
+        intent.status in OPEN_STATUSES
+        and intent.abandoned_at is None
+        and intent.expires_at > clock.now()
+    )
+
+
+def intents_for_order(*, order):
+    return PaymentIntent.objects.filter(order=order).select_related("method").order_by(
+        "-created_at"
+    )
+
+
+def intent_get_for_owner(*, owner, intent_id) -> PaymentIntent:
+    """The owner's intent, or NotFound — also when it belongs to someone else."""
+    try:
+        intent_id = uuid.UUID(str(intent_id))
+    except ValueError:
+        raise NotFound(_("No payment with this id on your account.")) from None
+    intent = (
+        PaymentIntent.objects.filter(owner=owner, pk=intent_id)
+        .select_related("method", "order")
+        .first()
+    )
+    if intent is None:
+        raise NotFound(_("No payment with this id on your account."))
+    return intent
+
+
+def is_watched(intent: PaymentIntent) -> bool:
+    """Still watched by the chain watchers (late payments are caught until monitor_until)."""
+    return intent.monitor_until > clock.now()

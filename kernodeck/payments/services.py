@@ -1,0 +1,366 @@
+"""Payment actions: exchange rates, payment instructions ("intents"), declarations."""
+
+import logging
+from datetime import timedelta
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+from django.db import transaction
+from django.utils.translation import gettext as _
+
+from kernodeck.core import clock
+from kernodeck.core.errors import Conflict, InvalidInput, Unavailable
+from kernodeck.core.services import audit_record
+from kernodeck.orders import locks as order_locks
+from kernodeck.orders import services as order_services
+from kernodeck.orders.models import PaymentState
+from kernodeck.payments import locks, methods, registry, selectors, uris
+from kernodeck.payments.amounts import crypto_amount
+from kernodeck.payments.models import (
+    IntentStatus,
+    PaymentIntent,
+    PaymentMethod,
+    Purpose,
+    Rate,
+)
+from kernodeck.payments.rates.base import ASSETS
+from kernodeck.payments.rates.providers import build_providers, fetch_rates
+from kernodeck.payments.wallets import derive_address, new_solana_reference
+
+logger = logging.getLogger(__name__)
+
+
+def payment_methods_ensure() -> int:
+    """Create any missing method row from `methods.METHODS`; existing rows are left as the
+    operators set them. Returns how many were created. (The data migration does the same
+    on a new database; this repairs a flushed one, e.g. in transactional tests.)"""
+    created = 0
+    for order, spec in enumerate(methods.METHODS):
+        _method, was_created = PaymentMethod.objects.get_or_create(
+            code=spec.code,
+            defaults={
+                "asset": spec.asset,
+                "network": spec.network,
+                "chain": spec.chain,
+                "decimals": spec.decimals,
+                "precision": spec.precision,
+                "confirmations": spec.confirmations,
+                "sort_order": order,
+            },
+        )
+        created += was_created
+    return created
+
+
+# -- exchange rates ------------------------------------------------------------------
+
+
+def rates_refresh(assets=ASSETS) -> tuple[list[Rate], list[str]]:
+    """Fetch rates from the configured providers (network first, no transaction open)."""
+    providers = build_providers(
+        demo=settings.KERNODECK_DEMO,
+        names=settings.KERNODECK_RATE_PROVIDERS,
+        kraken_url=settings.KERNODECK_KRAKEN_URL,
+        coingecko_url=settings.KERNODECK_COINGECKO_URL,
+        coingecko_api_key=settings.KERNODECK_COINGECKO_API_KEY,
+        timeout=settings.KERNODECK_HTTP_TIMEOUT,
+    )
+    fetched, errors = fetch_rates(providers, list(assets))
+    for error in errors:
+        logger.warning("rate provider failed: %s", error)
+    stored = Rate.objects.bulk_create(
+        Rate(
+            asset=rate.asset,
+            usd_per_coin=rate.usd_per_coin,
+            source=rate.source,
+            fetched_at=rate.fetched_at,
+        )
+        for rate in fetched.values()
+    )
+    return stored, errors
+
+
+def rate_record_manual(*, asset: str, usd_per_coin, actor=None) -> Rate:
+    """Record a rate an operator read elsewhere (back-office or `kernodeck set_rate`)."""
+    asset = str(asset or "").strip().upper()
+    if asset not in ASSETS:
+        raise InvalidInput(
+            _("Unknown asset %(asset)s; use one of %(list)s.")
+            % {"asset": asset, "list": ", ".join(ASSETS)},
+            field="asset",
+        )
+    try:
+        value = Decimal(str(usd_per_coin).strip())
+    except (InvalidOperation, ValueError):
+        value = Decimal(0)
+    if not value.is_finite() or value <= 0:
+        raise InvalidInput(_("The rate must be a positive number of USD per coin."), field="usd_per_coin")
+    with transaction.atomic():
+        rate = Rate.objects.create(
+            asset=asset,
+            usd_per_coin=value,
+            source="manual",
+            fetched_at=clock.now(),
+            entered_by=actor,
+        )
+        audit_record(
+            action="rate.manual_recorded",
+            target=rate,
+            actor=actor,
+            after={"asset": asset, "usd_per_coin": str(value)},
+        )
+    return rate
+
+
+def rate_for_instructions(asset: str) -> Rate:
+    """A fresh rate for new instructions, or Unavailable (503) saying it is stale."""
+    rate = selectors.rate_current(asset)
+    if rate is None and settings.KERNODECK_DEMO:
+        rates_refresh([asset])
+        rate = selectors.rate_current(asset)
+    if rate is None:
+        raise Unavailable(
+            _(
+                "The %(asset)s exchange rate is out of date, so no amount can be computed "
+                "right now. Your order is safe; please try again in a few minutes."
+            )
+            % {"asset": asset}
+        )
+    return rate
+
+
+# -- payment instructions ------------------------------------------------------------
+
+
+def _usable_method(code: str) -> PaymentMethod:
+    method = PaymentMethod.objects.filter(code=str(code or "")).first()
+    if method is None:
+        raise InvalidInput(
+            _("Unknown payment method; choose one of %(list)s.")
+            % {"list": ", ".join(PaymentMethod.objects.values_list("code", flat=True))},
+            field="method",
+        )
+    if not method.enabled:
+        raise Conflict(_("%(method)s is not offered at the moment; choose another method.") % {"method": method})
+    if method.chain not in registry.configured_wallets():
+        raise Conflict(
+            _("%(method)s is not configured on this site; choose another method.")
+            % {"method": method}
+        )
+    return method
+
+
+def _unique_solana_amount(amount: int) -> int:
+    """Make a SOL amount unique among open Solana intents by adding a few lamports.
+
+    A wallet that drops the reference key is still matched by its exact amount.
+    """
+    taken = set(
+        PaymentIntent.objects.filter(
+            chain="solana", monitor_until__gt=clock.now()
+        ).values_list("amount_base", flat=True)
+    )
+    while Decimal(amount) in taken:
+        amount += 1
+    return amount
+
+
+def payment_intent_create(
+    *, owner, method_code: str, amount_usd: Decimal, purpose: str, order=None, actor=None
+) -> PaymentIntent:
+    """Create instructions: a new address (never reused), the exact amount, an expiry.
+
+    The caller holds the lock of what is being paid (order or top-up) when it matters.
+    """
+    method = _usable_method(method_code)
+    rate = rate_for_instructions(method.asset)
+    wallet = registry.configured_wallets()[method.chain]
+    testnet = registry.testnet()
+    contract = methods.token_contract(method.code, testnet=testnet)
+    if method.code in {"usdt-ethereum", "usdc-ethereum", "usdt-tron"} and contract is None:
+        raise Conflict(_("%(method)s is not available in test-network mode.") % {"method": method})
+
+    now = clock.now()
+    amount = crypto_amount(
+        amount_usd, rate.usd_per_coin, decimals=method.decimals, precision=method.precision
+    )
+    with transaction.atomic():
+        counter = locks.lock_counter(chain=method.chain, wallet_fingerprint=wallet.fingerprint)
+        index = None
+        reference = None
+        if method.chain == "solana":
+            address = wallet.public_key
+            reference = new_solana_reference()
+            amount = _unique_solana_amount(amount)
+        else:
+            index = counter.next_index
+            address = derive_address(method.chain, wallet.public_key, index, testnet=testnet)
+            counter.next_index = index + 1
+            counter.save(update_fields=["next_index"])
+        expires_at = now + timedelta(seconds=settings.KERNODECK_PAYMENT_EXPIRY_SECONDS)
+        intent = PaymentIntent.objects.create(
+            purpose=purpose,
+            order=order,
+            owner=owner,
+            method=method,
+            chain=method.chain,
+            testnet=testnet,
+            address=address,
+            wallet_fingerprint=wallet.fingerprint,
+            derivation_index=index,
+            solana_reference=reference,
+            demo_wallet=wallet.is_demo,
+            amount_base=amount,
+            amount_usd=amount_usd,
+            rate_usd_per_coin=rate.usd_per_coin,
+            rate_source=rate.source,
+            rate_fetched_at=rate.fetched_at,
+            uri=uris.payment_uri(
+                method_code=method.code,
+                address=address,
+                base_units=amount,
+                decimals=method.decimals,
+                chain_id=methods.ETHEREUM_CHAIN_ID[testnet] if method.chain == "ethereum" else None,
+                token_contract=contract,
+                solana_reference=reference,
+                message=order.reference if order else "",
+            ),
+            created_at=now,
+            expires_at=expires_at,
+            monitor_until=expires_at + timedelta(seconds=settings.KERNODECK_MONITOR_SECONDS),
+        )
+        audit_record(
+            action="payment.intent_created",
+            target=intent,
+            actor=actor,
+            after={
+                "method": method.code,
+                "address": address,
+                "index": index,
+                "amount_base": str(amount),
+                "amount_usd": str(amount_usd),
+                "rate": str(rate.usd_per_coin),
+                "rate_source": rate.source,
+            },
+        )
+    return intent
+
+
+def _live_intent(order):
+    for intent in selectors.intents_for_order(order=order):
+        if selectors.intent_is_live(intent):
+            return intent
+    return None
+
+
+def payment_intent_create_for_order(*, order, method_code: str, actor) -> PaymentIntent:
+    """New instructions for an order; refuses when it is not payable or already has some."""
+    with transaction.atomic():
+        order = order_locks.lock_order(order.pk)
+        if order.payment_state != PaymentState.AWAITING_PAYMENT:
+            raise Conflict(
+                _("Order %(reference)s is %(state)s and cannot be paid.")
+                % {"reference": order.reference, "state": order.get_payment_state_display().lower()}
+            )
+        live = _live_intent(order)
+        if live is not None:
+            raise Conflict(
+                _(
+                    "Order %(reference)s already has payment instructions in %(method)s, valid "
+                    "until %(until)s UTC (payment %(id)s). Use them, or abandon them first."
+                )
+                % {
+                    "reference": order.reference,
+                    "method": live.method,
+                    "until": live.expires_at.strftime("%Y-%m-%d %H:%M"),
+                    "id": live.pk,
+                }
+            )
+        intent = payment_intent_create(
+            owner=order.owner,
+            method_code=method_code,
+            amount_usd=order.total_usd,
+            purpose=Purpose.ORDER,
+            order=order,
+            actor=actor,
+        )
+        # Keep the units while the customer pays.
+        order_services.order_hold_extend(order=order, until=intent.expires_at, actor=actor)
+        audit_record(
+            action="order.payment_instructions_created",
+            target=order,
+            actor=actor,
+            after={"payment": str(intent.pk), "method": intent.method_id},
+        )
+    return intent
+
+
+def payment_intent_declare(*, intent: PaymentIntent, actor) -> PaymentIntent:
+    """"I have paid": note it and ask the watchers for an early look. Moves no money."""
+    with transaction.atomic():
+        intent = locks.lock_intent(intent.pk)
+        if intent.declared_at is not None:
+            return intent
+        now = clock.now()
+        intent.declared_at = now
+        intent.rescan_requested_at = now
+        intent.save(update_fields=["declared_at", "rescan_requested_at"])
+        audit_record(action="payment.declared", target=intent, actor=actor)
+        if intent.order_id:
+            audit_record(
+                action="order.payment_declared",
+                target=intent.order,
+                actor=actor,
+                after={"payment": str(intent.pk)},
+            )
+    return intent
+
+
+def payment_intent_abandon(*, intent: PaymentIntent, actor) -> PaymentIntent:
+    """The customer drops these instructions to pick another method.
+
+    The address is still watched until `monitor_until`: money sent to it later is found
+    and reviewed, never lost.
+    """
+    with transaction.atomic():
+        intent = locks.lock_intent(intent.pk)
+        if intent.abandoned_at is not None:
+            return intent
+        if intent.status not in {IntentStatus.PENDING, IntentStatus.EXPIRED}:
+            raise Conflict(
+                _("A payment has already been seen for these instructions; they cannot be abandoned.")
+            )
+        intent.abandoned_at = clock.now()
+        intent.save(update_fields=["abandoned_at"])
+        audit_record(action="payment.abandoned", target=intent, actor=actor)
+        if intent.order_id:
+            audit_record(
+                action="order.payment_abandoned",
+                target=intent.order,
+                actor=actor,
+                after={"payment": str(intent.pk)},
+            )
+    return intent
+
+
+def payment_intents_expire() -> int:
+    """Mark pending instructions past their expiry as expired (idempotent)."""
+    expired = 0
+    candidates = PaymentIntent.objects.filter(
+        status=IntentStatus.PENDING, expires_at__lte=clock.now()
+    ).values_list("pk", flat=True)
+    for intent_id in list(candidates):
+        with transaction.atomic():
+            intent = locks.lock_intent(intent_id)
+            if intent.status != IntentStatus.PENDING or intent.expires_at > clock.now():
+                continue
+            intent.status = IntentStatus.EXPIRED
+            intent.save(update_fields=["status"])
+            audit_record(
+                action="payment.expired",
+                target=intent,
+                before={"status": IntentStatus.PENDING},
+                after={"status": IntentStatus.EXPIRED},
+            )
+            expired += 1
+    return expired
