@@ -92,6 +92,8 @@ INSTALLED_APPS = [
     "kernodeck.catalog",
     "kernodeck.orders",
     "kernodeck.payments",
+    "kernodeck.ledger",
+    "kernodeck.backoffice",
     "kernodeck.guides",
     "kernodeck.demo",
     "kernodeck.api",
@@ -216,6 +218,41 @@ KERNODECK_XPUBS = {
     for chain in ("bitcoin", "litecoin", "ethereum", "tron")
 }
 KERNODECK_SOLANA_RECIPIENT = os.environ.get("KERNODECK_SOLANA_RECIPIENT", "").strip()
+# Chain APIs the watchers poll. Empty disables a network's watcher. Defaults: public
+# endpoints in production, none in demo mode (the demo runs without internet).
+_TESTNET = KERNODECK_CHAIN_MODE == "testnet"
+_CHAIN_DEFAULTS = {
+    "KERNODECK_BITCOIN_ESPLORA_URL": (
+        "https://blockstream.info/testnet/api" if _TESTNET else "https://blockstream.info/api"
+    ),
+    "KERNODECK_LITECOIN_ESPLORA_URL": (
+        "https://litecoinspace.org/testnet/api" if _TESTNET else "https://litecoinspace.org/api"
+    ),
+    "KERNODECK_ETHEREUM_RPC_URL": (
+        "https://ethereum-sepolia-rpc.publicnode.com"
+        if _TESTNET
+        else "https://ethereum-rpc.publicnode.com"
+    ),
+    "KERNODECK_TRON_API_URL": (
+        "https://nile.trongrid.io" if _TESTNET else "https://api.trongrid.io"
+    ),
+    "KERNODECK_SOLANA_RPC_URL": (
+        "https://api.devnet.solana.com" if _TESTNET else "https://api.mainnet-beta.solana.com"
+    ),
+}
+
+
+def _chain_url(name):
+    return os.environ.get(name, "" if KERNODECK_DEMO else _CHAIN_DEFAULTS[name]).strip()
+
+
+KERNODECK_BITCOIN_ESPLORA_URL = _chain_url("KERNODECK_BITCOIN_ESPLORA_URL")
+KERNODECK_LITECOIN_ESPLORA_URL = _chain_url("KERNODECK_LITECOIN_ESPLORA_URL")
+KERNODECK_ETHEREUM_RPC_URL = _chain_url("KERNODECK_ETHEREUM_RPC_URL")
+KERNODECK_TRON_API_URL = _chain_url("KERNODECK_TRON_API_URL")
+KERNODECK_SOLANA_RPC_URL = _chain_url("KERNODECK_SOLANA_RPC_URL")
+KERNODECK_TRON_API_KEY = os.environ.get("KERNODECK_TRON_API_KEY", "")
+KERNODECK_WATCH_INTERVAL = int(os.environ.get("KERNODECK_WATCH_INTERVAL", 30))
 KERNODECK_PAYMENT_EXPIRY_SECONDS = int(os.environ.get("KERNODECK_PAYMENT_EXPIRY_SECONDS", 1800))
 KERNODECK_MONITOR_SECONDS = int(os.environ.get("KERNODECK_MONITOR_SECONDS", 24 * 60 * 60))
 
@@ -265,5 +302,10 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("KERNODECK_LOG_LEVEL", "INFO")},
     # The huey consumer installs its own handler; do not print its lines twice.
-    "loggers": {"huey": {"propagate": False}},
+    "loggers": {
+        "huey": {"propagate": False},
+        # httpx logs full URLs at INFO, and RPC URLs may carry API keys.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+    },
 }

@@ -20,6 +20,7 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     # Operators sign in through the same throttled sign-in page as customers.
     path("backoffice/login/", accounts_views.backoffice_login),
+    path("backoffice/review/", include("kernodeck.backoffice.urls")),
     path("backoffice/", admin.site.urls),
     path("api/v1/", api.urls),
 ]

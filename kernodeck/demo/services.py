@@ -10,8 +10,8 @@ from kernodeck.accounts.models import User, normalize_email
 from kernodeck.catalog.services import offer_create_if_missing
 from kernodeck.core.services import audit_record
 from kernodeck.demo.catalog import demo_offers
-from kernodeck.payments.services import payment_methods_ensure
 from kernodeck.demo.profile import var_dir
+from kernodeck.payments.services import payment_methods_ensure
 
 OPERATOR_EMAIL = "operator@kernodeck.test"
 CUSTOMER_EMAIL = "customer@kernodeck.test"

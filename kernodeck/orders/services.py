@@ -141,3 +141,35 @@ def order_hold_extend(*, order: Order, until, actor=None) -> Order:
             after={"hold_until": until.isoformat()},
         )
     return order
+
+
+def order_settle(*, order: Order, actor=None, cause: dict) -> Order:
+    """Mark an unsettled order as paid. Idempotent: settling a settled order changes nothing.
+
+    `cause` says what paid it (a payment id, a balance charge), for the audit trail.
+    """
+    with transaction.atomic():
+        order = locks.lock_order(order.pk)
+        if order.payment_state == PaymentState.SETTLED:
+            return order
+        if PaymentState.SETTLED not in PAYMENT_TRANSITIONS[order.payment_state]:
+            raise Conflict(
+                _("Order %(reference)s is %(state)s and cannot be settled.")
+                % {
+                    "reference": order.reference,
+                    "state": order.get_payment_state_display().lower(),
+                }
+            )
+        before = order.payment_state
+        order.payment_state = PaymentState.SETTLED
+        order.settled_at = clock.now()
+        order.save(update_fields=["payment_state", "settled_at"])
+        audit_record(
+            action="order.settled",
+            target=order,
+            actor=actor,
+            before={"payment_state": before},
+            after={"payment_state": order.payment_state},
+            data=cause,
+        )
+    return order

@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from kernodeck.payments import registry, selectors, services
-from kernodeck.payments.models import PaymentIntent, PaymentMethod, Rate
+from kernodeck.payments.models import ChainState, PaymentIntent, PaymentMethod, Rate, Transfer
 from kernodeck.payments.rates.base import ASSETS
 
 
@@ -10,10 +10,27 @@ from kernodeck.payments.rates.base import ASSETS
 class PaymentMethodAdmin(admin.ModelAdmin):
     """Operators switch methods on and off; the wallets are shown read-only above."""
 
-    list_display = ["code", "asset", "network", "enabled", "confirmations", "precision", "decimals"]
+    list_display = [
+        "code",
+        "asset",
+        "network",
+        "enabled",
+        "confirmations",
+        "precision",
+        "decimals",
+    ]
     list_editable = ["enabled", "confirmations", "precision"]
     readonly_fields = ["code", "asset", "network", "chain", "decimals"]
-    fields = ["code", "asset", "network", "chain", "decimals", "precision", "confirmations", "enabled"]
+    fields = [
+        "code",
+        "asset",
+        "network",
+        "chain",
+        "decimals",
+        "precision",
+        "confirmations",
+        "enabled",
+    ]
 
     def has_add_permission(self, request):
         return False
@@ -90,4 +107,51 @@ class PaymentIntentAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Transfer)
+class TransferAdmin(admin.ModelAdmin):
+    """Every credit seen at our addresses. Read-only: decisions go through the review queue."""
+
+    list_display = [
+        "first_seen_at",
+        "network",
+        "txid",
+        "index",
+        "asset",
+        "amount_base",
+        "confirmations",
+        "kind",
+        "intent",
+    ]
+    list_filter = ["network", "kind", "asset"]
+    search_fields = ["txid", "address", "intent__id"]
+    date_hierarchy = "first_seen_at"
+
+    def get_readonly_fields(self, request, obj=None):
+        return [field.name for field in self.model._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ChainState)
+class ChainStateAdmin(admin.ModelAdmin):
+    list_display = [
+        "network",
+        "tip",
+        "tip_changed_at",
+        "last_success_at",
+        "last_error_at",
+        "last_error",
+    ]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [field.name for field in self.model._meta.fields]
+
+    def has_add_permission(self, request):
         return False

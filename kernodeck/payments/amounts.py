@@ -3,7 +3,9 @@
 from decimal import ROUND_CEILING, Decimal, localcontext
 
 
-def crypto_amount(amount_usd: Decimal, usd_per_coin: Decimal, *, decimals: int, precision: int) -> int:
+def crypto_amount(
+    amount_usd: Decimal, usd_per_coin: Decimal, *, decimals: int, precision: int
+) -> int:
     """Base units to ask for, so that the coins are worth at least `amount_usd` at the rate.
 
     Every step rounds towards more coins (ceiling), so the customer never pays less than

@@ -3,6 +3,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from kernodeck.orders.models import Order
@@ -34,7 +35,7 @@ class PaymentMethod(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.asset} on {self.network}"
+        return gettext("%(asset)s on %(network)s") % {"asset": self.asset, "network": self.network}
 
 
 class Rate(models.Model):
@@ -61,7 +62,8 @@ class Rate(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.asset} {self.usd_per_coin} USD ({self.source}, {self.fetched_at:%Y-%m-%d %H:%M})"
+        when = f"{self.fetched_at:%Y-%m-%d %H:%M}"
+        return f"{self.asset} {self.usd_per_coin} USD ({self.source}, {when})"
 
 
 class AddressCounter(models.Model):
@@ -78,6 +80,9 @@ class AddressCounter(models.Model):
             ),
         ]
 
+    def __str__(self):
+        return f"{self.chain} {self.wallet_fingerprint}: next {self.next_index}"
+
 
 class IntentStatus(models.TextChoices):
     PENDING = "pending", _("Waiting for your payment")
@@ -93,6 +98,19 @@ class IntentStatus(models.TextChoices):
 OPEN_STATUSES = {IntentStatus.PENDING, IntentStatus.DETECTED}
 
 
+EXCEPTION_STATUSES = {
+    IntentStatus.UNDERPAID,
+    IntentStatus.OVERPAID,
+    IntentStatus.LATE,
+}
+
+
+class Resolution(models.TextChoices):
+    SETTLED = "settled", _("Accepted and settled")
+    CREDITED = "credited", _("Credited to the balance")
+    REFUNDED = "refunded", _("Refunded off-platform")
+
+
 class Purpose(models.TextChoices):
     ORDER = "order", _("Order")
     TOPUP = "topup", _("Top-up")
@@ -105,6 +123,9 @@ class PaymentIntent(models.Model):
     purpose = models.CharField(max_length=8, choices=Purpose.choices)
     order = models.ForeignKey(
         Order, null=True, blank=True, on_delete=models.PROTECT, related_name="intents"
+    )
+    topup = models.ForeignKey(
+        "ledger.TopUp", null=True, blank=True, on_delete=models.PROTECT, related_name="intents"
     )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="payment_intents"
@@ -135,6 +156,18 @@ class PaymentIntent(models.Model):
     declared_at = models.DateTimeField(null=True, blank=True)
     abandoned_at = models.DateTimeField(null=True, blank=True)
     rescan_requested_at = models.DateTimeField(null=True, blank=True)
+    # Reconciliation: what was received, and why an operator must look at it.
+    received_base = models.DecimalField(max_digits=40, decimal_places=0, default=0)
+    confirmed_base = models.DecimalField(max_digits=40, decimal_places=0, default=0)
+    review_reason = models.CharField(max_length=200, blank=True)
+    reconciled_at = models.DateTimeField(null=True, blank=True)
+    # An operator's decision on an exception ends automatic changes to the status.
+    resolution = models.CharField(max_length=20, choices=Resolution.choices, blank=True)
+    resolution_reason = models.TextField(blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -145,7 +178,8 @@ class PaymentIntent(models.Model):
                 condition=Q(amount_usd__gt=0), name="payments_intent_amount_usd"
             ),
             models.CheckConstraint(
-                condition=Q(purpose="order", order__isnull=False) | Q(purpose="topup"),
+                condition=Q(purpose="order", order__isnull=False, topup__isnull=True)
+                | Q(purpose="topup", topup__isnull=False, order__isnull=True),
                 name="payments_intent_order_purpose",
             ),
             # An address is handed out once: never to two intents (Solana shares one
@@ -173,3 +207,90 @@ class PaymentIntent(models.Model):
     @property
     def amount_units(self) -> int:
         return int(self.amount_base)
+
+
+class TransferKind(models.TextChoices):
+    MATCHED = "matched", _("Matched")
+    LATE = "late", _("Late")
+    WRONG_ASSET = "wrong_asset", _("Wrong asset")
+    SPOOFED = "spoofed", _("Spoofed token")
+    FAILED = "failed", _("Failed transaction")
+    DUST = "dust", _("Dust")
+    UNALLOCATED = "unallocated", _("Unallocated")
+
+
+# Kinds an operator must look at (the review queue), besides intents in an exception.
+REVIEW_KINDS = {TransferKind.WRONG_ASSET, TransferKind.UNALLOCATED}
+
+
+class Transfer(models.Model):
+    """An on-chain credit seen at one of our addresses. Stored once, never forgotten."""
+
+    network = models.CharField(max_length=16)
+    txid = models.CharField(max_length=100)
+    index = models.PositiveIntegerField(help_text="Output index or log index.")
+    address = models.CharField(max_length=100, db_index=True)
+    asset = models.CharField(max_length=8)
+    token_contract = models.CharField(max_length=64, blank=True)
+    amount_base = models.DecimalField(max_digits=40, decimal_places=0)
+    confirmations = models.PositiveIntegerField(default=0)
+    block_height = models.PositiveBigIntegerField(null=True, blank=True)
+    block_time = models.DateTimeField(null=True, blank=True)
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    disappeared_at = models.DateTimeField(
+        null=True, blank=True, help_text="No longer reported (replaced or reorganised away)."
+    )
+    failed = models.BooleanField(default=False)
+    final = models.BooleanField(default=False)
+    reference = models.CharField(max_length=64, blank=True)
+    intent = models.ForeignKey(
+        PaymentIntent, null=True, blank=True, on_delete=models.PROTECT, related_name="transfers"
+    )
+    kind = models.CharField(max_length=12, choices=TransferKind.choices)
+    recorded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The operator who recorded it by hand; empty when a watcher saw it.",
+    )
+    review_resolved_at = models.DateTimeField(null=True, blank=True)
+    review_note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["first_seen_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["network", "txid", "index"], name="payments_transfer_once"
+            ),
+            models.CheckConstraint(
+                condition=Q(amount_base__gte=0), name="payments_transfer_amount"
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.network} {self.txid}:{self.index}"
+
+    @property
+    def seen_at(self):
+        """When it happened for timeliness: the block time or first sighting, earlier wins."""
+        if self.block_time is None:
+            return self.first_seen_at
+        return min(self.block_time, self.first_seen_at)
+
+
+class ChainState(models.Model):
+    """Health and scan cursor of one network's watcher."""
+
+    network = models.CharField(max_length=16, primary_key=True)
+    tip = models.PositiveBigIntegerField(default=0)
+    tip_changed_at = models.DateTimeField(null=True, blank=True)
+    cursor = models.PositiveBigIntegerField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    def __str__(self):
+        return f"{self.network} at {self.tip}"

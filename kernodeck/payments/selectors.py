@@ -8,15 +8,23 @@ from django.utils.translation import gettext as _
 from kernodeck.core import clock
 from kernodeck.core.errors import NotFound
 from kernodeck.payments import registry
-from kernodeck.payments.models import OPEN_STATUSES, PaymentIntent, PaymentMethod, Rate
+from kernodeck.payments.models import (
+    OPEN_STATUSES,
+    ChainState,
+    PaymentIntent,
+    PaymentMethod,
+    Rate,
+)
 
 
 def rate_current(asset: str) -> Rate | None:
     """The newest rate for `asset` if it is younger than KERNODECK_RATE_MAX_AGE."""
     fresh_since = clock.now() - timedelta(seconds=settings.KERNODECK_RATE_MAX_AGE)
-    return Rate.objects.filter(asset=asset, fetched_at__gte=fresh_since).order_by(
-        "-fetched_at", "-id"
-    ).first()
+    return (
+        Rate.objects.filter(asset=asset, fetched_at__gte=fresh_since)
+        .order_by("-fetched_at", "-id")
+        .first()
+    )
 
 
 def rates_latest():
@@ -44,6 +52,16 @@ def method_availability(method: PaymentMethod) -> MethodAvailability:
 
         if token_contract(method.code, testnet=True) is None:
             return MethodAvailability(method, False, _("Not available in test-network mode."))
+    if not network_healthy(method.chain):
+        return MethodAvailability(
+            method,
+            False,
+            _(
+                "The %(network)s network cannot be watched right now, so payments could not "
+                "be verified; choose another method or try again later."
+            )
+            % {"network": method.network},
+        )
     # Demo rates answer on demand, so in demo mode a rate is always at hand.
     if not settings.KERNODECK_DEMO and rate_current(method.asset) is None:
         return MethodAvailability(
@@ -69,8 +87,8 @@ def intent_is_live(intent: PaymentIntent) -> bool:
 
 
 def intents_for_order(*, order):
-    return PaymentIntent.objects.filter(order=order).select_related("method").order_by(
-        "-created_at"
+    return (
+        PaymentIntent.objects.filter(order=order).select_related("method").order_by("-created_at")
     )
 
 
@@ -90,6 +108,49 @@ def intent_get_for_owner(*, owner, intent_id) -> PaymentIntent:
     return intent
 
 
+def intent_progress(intent: PaymentIntent) -> dict:
+    """Confirmations of what was seen at the intent's address, for the customer's page."""
+    counted = intent.transfers.filter(kind__in=("matched", "late"), disappeared_at__isnull=True)
+    confirmations = [t.confirmations for t in counted]
+    return {
+        "seen": bool(confirmations),
+        "confirmations": min(confirmations) if confirmations else 0,
+        "required": intent.method.confirmations,
+    }
+
+
 def is_watched(intent: PaymentIntent) -> bool:
     """Still watched by the chain watchers (late payments are caught until monitor_until)."""
     return intent.monitor_until > clock.now()
+
+
+# A watched network whose last good answer is older than this is "down": its methods pause.
+HEALTHY_WITHIN = timedelta(minutes=10)
+
+
+def network_healthy(network: str) -> bool:
+    """False when the watcher of a configured network has not had a good answer lately."""
+    from kernodeck.payments.chains.adapters import configured_networks
+
+    if network not in configured_networks():
+        return True
+    state = ChainState.objects.filter(network=network).first()
+    if state is None or state.last_success_at is None:
+        return state is None or state.last_error_at is None
+    return state.last_success_at >= clock.now() - HEALTHY_WITHIN
+
+
+def chain_states():
+    from kernodeck.payments.chains.adapters import NETWORKS, configured_networks
+
+    states = {state.network: state for state in ChainState.objects.all()}
+    configured = set(configured_networks())
+    return [
+        {
+            "network": network,
+            "configured": network in configured,
+            "state": states.get(network),
+            "healthy": network_healthy(network),
+        }
+        for network in NETWORKS
+    ]

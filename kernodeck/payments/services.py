@@ -94,7 +94,9 @@ def rate_record_manual(*, asset: str, usd_per_coin, actor=None) -> Rate:
     except (InvalidOperation, ValueError):
         value = Decimal(0)
     if not value.is_finite() or value <= 0:
-        raise InvalidInput(_("The rate must be a positive number of USD per coin."), field="usd_per_coin")
+        raise InvalidInput(
+            _("The rate must be a positive number of USD per coin."), field="usd_per_coin"
+        )
     with transaction.atomic():
         rate = Rate.objects.create(
             asset=asset,
@@ -141,7 +143,10 @@ def _usable_method(code: str) -> PaymentMethod:
             field="method",
         )
     if not method.enabled:
-        raise Conflict(_("%(method)s is not offered at the moment; choose another method.") % {"method": method})
+        raise Conflict(
+            _("%(method)s is not offered at the moment; choose another method.")
+            % {"method": method}
+        )
     if method.chain not in registry.configured_wallets():
         raise Conflict(
             _("%(method)s is not configured on this site; choose another method.")
@@ -156,9 +161,9 @@ def _unique_solana_amount(amount: int) -> int:
     A wallet that drops the reference key is still matched by its exact amount.
     """
     taken = set(
-        PaymentIntent.objects.filter(
-            chain="solana", monitor_until__gt=clock.now()
-        ).values_list("amount_base", flat=True)
+        PaymentIntent.objects.filter(chain="solana", monitor_until__gt=clock.now()).values_list(
+            "amount_base", flat=True
+        )
     )
     while Decimal(amount) in taken:
         amount += 1
@@ -166,7 +171,14 @@ def _unique_solana_amount(amount: int) -> int:
 
 
 def payment_intent_create(
-    *, owner, method_code: str, amount_usd: Decimal, purpose: str, order=None, actor=None
+    *,
+    owner,
+    method_code: str,
+    amount_usd: Decimal,
+    purpose: str,
+    order=None,
+    topup=None,
+    actor=None,
 ) -> PaymentIntent:
     """Create instructions: a new address (never reused), the exact amount, an expiry.
 
@@ -201,6 +213,7 @@ def payment_intent_create(
         intent = PaymentIntent.objects.create(
             purpose=purpose,
             order=order,
+            topup=topup,
             owner=owner,
             method=method,
             chain=method.chain,
@@ -220,7 +233,9 @@ def payment_intent_create(
                 address=address,
                 base_units=amount,
                 decimals=method.decimals,
-                chain_id=methods.ETHEREUM_CHAIN_ID[testnet] if method.chain == "ethereum" else None,
+                chain_id=methods.ETHEREUM_CHAIN_ID[testnet]
+                if method.chain == "ethereum"
+                else None,
                 token_contract=contract,
                 solana_reference=reference,
                 message=order.reference if order else "",
@@ -260,7 +275,10 @@ def payment_intent_create_for_order(*, order, method_code: str, actor) -> Paymen
         if order.payment_state != PaymentState.AWAITING_PAYMENT:
             raise Conflict(
                 _("Order %(reference)s is %(state)s and cannot be paid.")
-                % {"reference": order.reference, "state": order.get_payment_state_display().lower()}
+                % {
+                    "reference": order.reference,
+                    "state": order.get_payment_state_display().lower(),
+                }
             )
         live = _live_intent(order)
         if live is not None:
@@ -296,7 +314,7 @@ def payment_intent_create_for_order(*, order, method_code: str, actor) -> Paymen
 
 
 def payment_intent_declare(*, intent: PaymentIntent, actor) -> PaymentIntent:
-    """"I have paid": note it and ask the watchers for an early look. Moves no money."""
+    """ "I have paid": note it and ask the watchers for an early look. Moves no money."""
     with transaction.atomic():
         intent = locks.lock_intent(intent.pk)
         if intent.declared_at is not None:
@@ -306,6 +324,8 @@ def payment_intent_declare(*, intent: PaymentIntent, actor) -> PaymentIntent:
         intent.rescan_requested_at = now
         intent.save(update_fields=["declared_at", "rescan_requested_at"])
         audit_record(action="payment.declared", target=intent, actor=actor)
+        network = intent.chain
+        transaction.on_commit(lambda: _request_rescan(network))
         if intent.order_id:
             audit_record(
                 action="order.payment_declared",
@@ -314,6 +334,12 @@ def payment_intent_declare(*, intent: PaymentIntent, actor) -> PaymentIntent:
                 after={"payment": str(intent.pk)},
             )
     return intent
+
+
+def _request_rescan(network: str) -> None:
+    from kernodeck.payments.tasks import watch_network
+
+    watch_network(network)
 
 
 def payment_intent_abandon(*, intent: PaymentIntent, actor) -> PaymentIntent:
@@ -328,7 +354,10 @@ def payment_intent_abandon(*, intent: PaymentIntent, actor) -> PaymentIntent:
             return intent
         if intent.status not in {IntentStatus.PENDING, IntentStatus.EXPIRED}:
             raise Conflict(
-                _("A payment has already been seen for these instructions; they cannot be abandoned.")
+                _(
+                    "A payment has already been seen for these instructions; "
+                    "they cannot be abandoned."
+                )
             )
         intent.abandoned_at = clock.now()
         intent.save(update_fields=["abandoned_at"])
@@ -341,26 +370,3 @@ def payment_intent_abandon(*, intent: PaymentIntent, actor) -> PaymentIntent:
                 after={"payment": str(intent.pk)},
             )
     return intent
-
-
-def payment_intents_expire() -> int:
-    """Mark pending instructions past their expiry as expired (idempotent)."""
-    expired = 0
-    candidates = PaymentIntent.objects.filter(
-        status=IntentStatus.PENDING, expires_at__lte=clock.now()
-    ).values_list("pk", flat=True)
-    for intent_id in list(candidates):
-        with transaction.atomic():
-            intent = locks.lock_intent(intent_id)
-            if intent.status != IntentStatus.PENDING or intent.expires_at > clock.now():
-                continue
-            intent.status = IntentStatus.EXPIRED
-            intent.save(update_fields=["status"])
-            audit_record(
-                action="payment.expired",
-                target=intent,
-                before={"status": IntentStatus.PENDING},
-                after={"status": IntentStatus.EXPIRED},
-            )
-            expired += 1
-    return expired

@@ -1,7 +1,12 @@
-from huey import crontab
-from huey.contrib.djhuey import db_periodic_task
+import logging
 
-from kernodeck.payments import services
+from django.conf import settings
+from huey import crontab
+from huey.contrib.djhuey import db_periodic_task, db_task
+
+from kernodeck.payments import selectors, services, watching
+
+logger = logging.getLogger(__name__)
 
 
 @db_periodic_task(crontab(minute="*"))
@@ -12,4 +17,38 @@ def refresh_rates():
 
 @db_periodic_task(crontab(minute="*"))
 def expire_intents():
-    services.payment_intents_expire()
+    watching.payment_intents_expire()
+
+
+@db_task()
+def watch_chains():
+    """One pass of every configured watcher and the reconciliation."""
+    watching.watch_all()
+
+
+@db_task()
+def watch_network(network: str):
+    """An early pass over one network (after "I have paid")."""
+    watching.watch_network(network)
+
+
+@db_periodic_task(crontab(minute="*"))
+def watch_chains_tick():
+    """Watch every minute, and once more half-way (default interval: 30 s)."""
+    watching.watch_all()
+    interval = settings.KERNODECK_WATCH_INTERVAL
+    if 0 < interval < 60:
+        watch_chains.schedule(delay=interval)
+
+
+@db_periodic_task(crontab(minute="*/5"))
+def chain_health_check():
+    for item in selectors.chain_states():
+        if item["configured"] and not item["healthy"]:
+            state = item["state"]
+            logger.error(
+                "%s watcher unhealthy: last success %s, last error %s",
+                item["network"],
+                state.last_success_at if state else None,
+                state.last_error if state else "never ran",
+            )

@@ -57,6 +57,7 @@ def _intent_context(intent):
         "amount": uris.amount_text(intent.amount_units, intent.method.decimals),
         "live": selectors.intent_is_live(intent),
         "watched": selectors.is_watched(intent),
+        "progress": selectors.intent_progress(intent),
         "poll_seconds": STATUS_POLL_SECONDS,
     }
 

@@ -6,6 +6,7 @@ from kernodeck.core import clock
 from kernodeck.demo.services import demo_seed_catalog
 from kernodeck.orders import services as order_services
 from kernodeck.payments import services as payment_services
+from kernodeck.payments import watching
 from kernodeck.payments.models import PaymentIntent
 from tests.factories import PASSWORD, make_user
 
@@ -48,7 +49,7 @@ def test_pay_with_usdt_on_tron_declare_and_get_a_new_address_after_expiry(
 
     # After expiry the same order gets new instructions, at a new address.
     clock.freeze(first.expires_at + timedelta(seconds=1))
-    payment_services.payment_intents_expire()
+    watching.payment_intents_expire()
     page.goto(f"{live_server.url}/orders/{order.reference}/")
     page.locator("label.method", has_text="Tron (TRC-20)").click()
     page.locator("#payment button[type=submit]").click()

@@ -32,8 +32,13 @@ def configured(settings, db):
 def fresh_rates(db):
     """One fresh manual-style rate per asset, as a provider would have stored."""
     values = {
-        "BTC": "97000", "ETH": "3400", "USDT": "1.0002", "USDC": "0.9998",
-        "TRX": "0.24", "SOL": "190", "LTC": "95",
+        "BTC": "97000",
+        "ETH": "3400",
+        "USDT": "1.0002",
+        "USDC": "0.9998",
+        "TRX": "0.24",
+        "SOL": "190",
+        "LTC": "95",
     }
     return {
         asset: Rate.objects.create(

@@ -27,14 +27,18 @@ def test_concurrent_intents_get_distinct_indexes(configured, fresh_rates):
     def create(order, method):
         try:
             start.wait()
-            services.payment_intent_create_for_order(order=order, method_code=method, actor=order.owner)
-        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            services.payment_intent_create_for_order(
+                order=order, method_code=method, actor=order.owner
+            )
+        except Exception as exc:
             errors.append(exc)
         finally:
             connections.close_all()
 
     methods = ["eth-ethereum", "usdt-ethereum", "usdc-ethereum", "eth-ethereum"] * 2
-    threads = [threading.Thread(target=create, args=pair) for pair in zip(orders, methods, strict=True)]
+    threads = [
+        threading.Thread(target=create, args=pair) for pair in zip(orders, methods, strict=True)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

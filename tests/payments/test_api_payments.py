@@ -39,7 +39,9 @@ def test_payment_methods_say_which_are_available(client, configured, fresh_rates
 
 
 def test_create_declare_and_cancel_through_the_api(api, configured, fresh_rates):
-    order = make_order(owner=api.user, offer=make_offer(prices={3: "100.00", 7: "210.00", 30: "800.00"}))
+    order = make_order(
+        owner=api.user, offer=make_offer(prices={3: "100.00", 7: "210.00", 30: "800.00"})
+    )
 
     created = post(api, f"/orders/{order.reference}/payments", {"method": "usdt-tron"})
     body = created.json()
@@ -73,7 +75,9 @@ def test_live_instructions_answer_409_and_stale_rate_503(api, configured, fresh_
     clock.freeze(clock.now() + timedelta(hours=1))
     stale = post(api, f"/orders/{other.reference}/payments", {"method": "eth-ethereum"})
 
-    assert second.status_code == 409 and "already has payment instructions" in second.json()["detail"]
+    assert (
+        second.status_code == 409 and "already has payment instructions" in second.json()["detail"]
+    )
     assert stale.status_code == 503 and "out of date" in stale.json()["detail"]
     assert api.get(f"/api/v1/orders/{other.reference}").status_code == 200
 
@@ -98,7 +102,12 @@ def test_another_customers_payment_is_404(api, configured, fresh_rates):
     assert api.get(f"/api/v1/payments/{foreign.pk}").status_code == 404
     assert post(api, f"/payments/{foreign.pk}/declare").status_code == 404
     assert post(api, f"/payments/{foreign.pk}/cancel").status_code == 404
-    assert post(api, f"/orders/{foreign_order.reference}/payments", {"method": "ltc-litecoin"}).status_code == 404
+    assert (
+        post(
+            api, f"/orders/{foreign_order.reference}/payments", {"method": "ltc-litecoin"}
+        ).status_code
+        == 404
+    )
     assert api.get("/api/v1/payments/not-a-uuid").status_code == 404
     foreign.refresh_from_db()
     assert foreign.declared_at is None and foreign.abandoned_at is None

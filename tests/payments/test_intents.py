@@ -8,9 +8,9 @@ from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, Unavailable
 from kernodeck.core.models import AuditEvent
 from kernodeck.orders.models import Order, PaymentState
-from kernodeck.payments import services
-from kernodeck.payments.models import IntentStatus, PaymentIntent, PaymentMethod
+from kernodeck.payments import services, watching
 from kernodeck.payments.methods import METHODS
+from kernodeck.payments.models import IntentStatus, PaymentIntent, PaymentMethod
 from tests.factories import make_offer, make_order
 
 pytestmark = pytest.mark.django_db
@@ -38,7 +38,9 @@ def test_every_method_gives_instructions_in_demo_mode(demo_mode, method):
     assert intent.expires_at == intent.created_at + timedelta(minutes=30)
     assert intent.monitor_until == intent.expires_at + timedelta(hours=24)
     assert intent.uri
-    assert AuditEvent.objects.filter(action="payment.intent_created", target_id=str(intent.pk)).exists()
+    assert AuditEvent.objects.filter(
+        action="payment.intent_created", target_id=str(intent.pk)
+    ).exists()
 
 
 def test_amount_is_total_over_rate_rounded_up(configured, fresh_rates):
@@ -64,7 +66,7 @@ def test_each_intent_takes_the_next_index_and_never_reuses_an_address(configured
         order=second_order, method_code="usdc-ethereum", actor=second_order.owner
     )
     clock.freeze(first.expires_at + timedelta(seconds=1))
-    services.payment_intents_expire()
+    watching.payment_intents_expire()
     for rate in fresh_rates.values():
         rate.fetched_at = clock.now()
         rate.save(update_fields=["fetched_at"])
@@ -83,8 +85,12 @@ def test_solana_intents_share_the_recipient_with_distinct_references_and_amounts
 ):
     a, b = order_of(), order_of()
 
-    first = services.payment_intent_create_for_order(order=a, method_code="sol-solana", actor=a.owner)
-    second = services.payment_intent_create_for_order(order=b, method_code="sol-solana", actor=b.owner)
+    first = services.payment_intent_create_for_order(
+        order=a, method_code="sol-solana", actor=a.owner
+    )
+    second = services.payment_intent_create_for_order(
+        order=b, method_code="sol-solana", actor=b.owner
+    )
 
     assert first.address == second.address
     assert first.solana_reference != second.solana_reference
@@ -97,7 +103,9 @@ def test_stale_rate_is_refused_with_503_and_nothing_is_created(configured, fresh
     clock.freeze(clock.now() + timedelta(seconds=settings.KERNODECK_RATE_MAX_AGE + 1))
 
     with pytest.raises(Unavailable, match="exchange rate is out of date"):
-        services.payment_intent_create_for_order(order=order, method_code="btc-bitcoin", actor=order.owner)
+        services.payment_intent_create_for_order(
+            order=order, method_code="btc-bitcoin", actor=order.owner
+        )
 
     assert not PaymentIntent.objects.exists()
     order.refresh_from_db()
@@ -109,7 +117,9 @@ def test_disabled_method_is_refused_with_409_and_nothing_is_created(configured, 
     order = order_of()
 
     with pytest.raises(Conflict, match="not offered at the moment"):
-        services.payment_intent_create_for_order(order=order, method_code="btc-bitcoin", actor=order.owner)
+        services.payment_intent_create_for_order(
+            order=order, method_code="btc-bitcoin", actor=order.owner
+        )
 
     assert not PaymentIntent.objects.exists()
 
@@ -119,17 +129,23 @@ def test_chain_without_a_key_outside_demo_is_refused(configured, fresh_rates, se
     order = order_of()
 
     with pytest.raises(Conflict, match="not configured on this site"):
-        services.payment_intent_create_for_order(order=order, method_code="ltc-litecoin", actor=order.owner)
+        services.payment_intent_create_for_order(
+            order=order, method_code="ltc-litecoin", actor=order.owner
+        )
 
     assert not PaymentIntent.objects.exists()
 
 
 def test_a_live_intent_blocks_a_second_one_and_is_named(configured, fresh_rates):
     order = order_of()
-    live = services.payment_intent_create_for_order(order=order, method_code="btc-bitcoin", actor=order.owner)
+    live = services.payment_intent_create_for_order(
+        order=order, method_code="btc-bitcoin", actor=order.owner
+    )
 
     with pytest.raises(Conflict) as refused:
-        services.payment_intent_create_for_order(order=order, method_code="ltc-litecoin", actor=order.owner)
+        services.payment_intent_create_for_order(
+            order=order, method_code="ltc-litecoin", actor=order.owner
+        )
 
     assert str(live.pk) in refused.value.message
     assert PaymentIntent.objects.count() == 1
@@ -141,14 +157,18 @@ def test_unpayable_order_is_refused(configured, fresh_rates, state):
     Order.objects.filter(pk=order.pk).update(payment_state=state)
 
     with pytest.raises(Conflict, match="cannot be paid"):
-        services.payment_intent_create_for_order(order=order, method_code="btc-bitcoin", actor=order.owner)
+        services.payment_intent_create_for_order(
+            order=order, method_code="btc-bitcoin", actor=order.owner
+        )
 
     assert not PaymentIntent.objects.exists()
 
 
 def test_declare_records_the_time_once_and_moves_no_money(configured, fresh_rates):
     order = order_of()
-    intent = services.payment_intent_create_for_order(order=order, method_code="usdt-tron", actor=order.owner)
+    intent = services.payment_intent_create_for_order(
+        order=order, method_code="usdt-tron", actor=order.owner
+    )
 
     services.payment_intent_declare(intent=intent, actor=order.owner)
     first = PaymentIntent.objects.get(pk=intent.pk).declared_at
@@ -166,10 +186,14 @@ def test_declare_records_the_time_once_and_moves_no_money(configured, fresh_rate
 
 def test_abandon_lets_the_customer_choose_again_and_keeps_watching(configured, fresh_rates):
     order = order_of()
-    first = services.payment_intent_create_for_order(order=order, method_code="usdt-tron", actor=order.owner)
+    first = services.payment_intent_create_for_order(
+        order=order, method_code="usdt-tron", actor=order.owner
+    )
 
     services.payment_intent_abandon(intent=first, actor=order.owner)
-    second = services.payment_intent_create_for_order(order=order, method_code="trx-tron", actor=order.owner)
+    second = services.payment_intent_create_for_order(
+        order=order, method_code="trx-tron", actor=order.owner
+    )
 
     first.refresh_from_db()
     assert first.abandoned_at is not None
@@ -177,11 +201,15 @@ def test_abandon_lets_the_customer_choose_again_and_keeps_watching(configured, f
     assert second.address != first.address
 
 
-def test_payment_extends_a_short_hold_until_the_instructions_expire(configured, fresh_rates, settings):
+def test_payment_extends_a_short_hold_until_the_instructions_expire(
+    configured, fresh_rates, settings
+):
     settings.KERNODECK_ORDER_HOLD_SECONDS = 60
     order = order_of()
 
-    intent = services.payment_intent_create_for_order(order=order, method_code="btc-bitcoin", actor=order.owner)
+    intent = services.payment_intent_create_for_order(
+        order=order, method_code="btc-bitcoin", actor=order.owner
+    )
 
     order.refresh_from_db()
     assert order.hold_until == intent.expires_at
@@ -189,12 +217,14 @@ def test_payment_extends_a_short_hold_until_the_instructions_expire(configured, 
 
 def test_expiry_marks_only_pending_intents_past_their_expiry(configured, fresh_rates):
     order = order_of()
-    intent = services.payment_intent_create_for_order(order=order, method_code="btc-bitcoin", actor=order.owner)
+    intent = services.payment_intent_create_for_order(
+        order=order, method_code="btc-bitcoin", actor=order.owner
+    )
 
-    assert services.payment_intents_expire() == 0
+    assert watching.payment_intents_expire() == 0
     clock.freeze(intent.expires_at)
-    assert services.payment_intents_expire() == 1
-    assert services.payment_intents_expire() == 0
+    assert watching.payment_intents_expire() == 1
+    assert watching.payment_intents_expire() == 0
 
 
 def test_manual_rate_is_recorded_with_who_and_when(db):
@@ -205,7 +235,10 @@ def test_manual_rate_is_recorded_with_who_and_when(db):
     rate = services.rate_record_manual(asset="btc", usd_per_coin="97123.45", actor=operator)
 
     assert (rate.asset, rate.usd_per_coin, rate.source, rate.entered_by) == (
-        "BTC", Decimal("97123.45"), "manual", operator,
+        "BTC",
+        Decimal("97123.45"),
+        "manual",
+        operator,
     )
     with pytest.raises(InvalidInput):
         services.rate_record_manual(asset="DOGE", usd_per_coin="1")
@@ -255,12 +288,16 @@ def test_choosing_a_method_opens_the_instructions_page(client, configured, fresh
     assert "I have paid" in page
 
 
-def test_stale_rate_on_the_web_explains_and_keeps_the_order_viewable(client, configured, fresh_rates, settings):
+def test_stale_rate_on_the_web_explains_and_keeps_the_order_viewable(
+    client, configured, fresh_rates, settings
+):
     order = order_of()
     client.force_login(order.owner)
     clock.freeze(clock.now() + timedelta(hours=1))
 
-    response = client.post(reverse("order_pay", args=[order.reference]), {"method": "btc-bitcoin"}, follow=True, **EN)
+    response = client.post(
+        reverse("order_pay", args=[order.reference]), {"method": "btc-bitcoin"}, follow=True, **EN
+    )
 
     assert response.status_code == 200
     assert order.reference in response.content.decode()
@@ -271,11 +308,15 @@ def test_stale_rate_on_the_web_explains_and_keeps_the_order_viewable(client, con
 def test_new_instructions_after_a_declared_payment_warn_first(client, configured, fresh_rates):
     order = order_of()
     client.force_login(order.owner)
-    first = services.payment_intent_create_for_order(order=order, method_code="usdt-tron", actor=order.owner)
+    first = services.payment_intent_create_for_order(
+        order=order, method_code="usdt-tron", actor=order.owner
+    )
     services.payment_intent_declare(intent=first, actor=order.owner)
     services.payment_intent_abandon(intent=first, actor=order.owner)
 
-    warning = client.post(reverse("order_pay", args=[order.reference]), {"method": "trx-tron"}, **EN)
+    warning = client.post(
+        reverse("order_pay", args=[order.reference]), {"method": "trx-tron"}, **EN
+    )
     assert "You already declared a transfer" in warning.content.decode()
     assert order.reference in warning.content.decode()
     assert PaymentIntent.objects.count() == 1
@@ -289,7 +330,9 @@ def test_new_instructions_after_a_declared_payment_warn_first(client, configured
 
 def test_declare_button_and_status_fragment(client, configured, fresh_rates):
     order = order_of()
-    intent = services.payment_intent_create_for_order(order=order, method_code="btc-bitcoin", actor=order.owner)
+    intent = services.payment_intent_create_for_order(
+        order=order, method_code="btc-bitcoin", actor=order.owner
+    )
     client.force_login(order.owner)
 
     client.post(reverse("payments:declare", args=[intent.pk]))
@@ -302,12 +345,15 @@ def test_declare_button_and_status_fragment(client, configured, fresh_rates):
 
 def test_abandoned_page_says_the_address_is_still_watched(client, configured, fresh_rates):
     order = order_of()
-    intent = services.payment_intent_create_for_order(order=order, method_code="btc-bitcoin", actor=order.owner)
+    intent = services.payment_intent_create_for_order(
+        order=order, method_code="btc-bitcoin", actor=order.owner
+    )
     client.force_login(order.owner)
 
-    assert "Abandon these instructions?" in client.get(
-        reverse("payments:abandon", args=[intent.pk]), **EN
-    ).content.decode()
+    assert (
+        "Abandon these instructions?"
+        in client.get(reverse("payments:abandon", args=[intent.pk]), **EN).content.decode()
+    )
     client.post(reverse("payments:abandon", args=[intent.pk]))
     page = client.get(reverse("payments:detail", args=[intent.pk]), **EN).content.decode()
 
@@ -320,7 +366,9 @@ def test_payment_pages_permission_matrix(client, configured, fresh_rates, who):
     from tests.factories import make_user
 
     order = order_of()
-    intent = services.payment_intent_create_for_order(order=order, method_code="btc-bitcoin", actor=order.owner)
+    intent = services.payment_intent_create_for_order(
+        order=order, method_code="btc-bitcoin", actor=order.owner
+    )
     if who == "other":
         client.force_login(make_user())
     elif who == "staff":
@@ -333,7 +381,9 @@ def test_payment_pages_permission_matrix(client, configured, fresh_rates, who):
         for name in ("payments:detail", "payments:status", "payments:abandon")
     ]
     declare = client.post(reverse("payments:declare", args=[intent.pk])).status_code
-    pay = client.post(reverse("order_pay", args=[order.reference]), {"method": "ltc-litecoin"}).status_code
+    pay = client.post(
+        reverse("order_pay", args=[order.reference]), {"method": "ltc-litecoin"}
+    ).status_code
 
     expected = {"anonymous": 302, "other": 404, "staff": 404, "owner": 200}[who]
     assert pages == [expected] * 3

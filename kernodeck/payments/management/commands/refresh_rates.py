@@ -9,7 +9,9 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         stored, errors = rates_refresh()
         for rate in stored:
-            self.stdout.write(f"{rate.asset:5} {rate.usd_per_coin.normalize():f} USD ({rate.source})")
+            self.stdout.write(
+                f"{rate.asset:5} {rate.usd_per_coin.normalize():f} USD ({rate.source})"
+            )
         for error in errors:
             self.stderr.write(f"provider error: {error}")
         if not stored:

@@ -1,0 +1,98 @@
+"""Operators' screens beyond the Django admin: the payment review queue, chain health."""
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.shortcuts import get_object_or_404, redirect, render
+
+from kernodeck.backoffice.forms import DecisionForm, RecordTransferForm, TransferResolveForm
+from kernodeck.core.errors import ServiceError
+from kernodeck.core.forms import add_service_error
+from kernodeck.payments import review, review_selectors, selectors, uris
+from kernodeck.payments.models import PaymentIntent, Transfer
+
+DECISIONS = {
+    "settle": review.review_accept_and_settle,
+    "credit": review.review_credit_balance,
+    "refunded": review.review_mark_refunded,
+}
+
+
+@staff_member_required
+def review_queue(request):
+    return render(
+        request,
+        "backoffice/review_queue.html",
+        {
+            "intents": review_selectors.review_intents(),
+            "transfers": review_selectors.review_transfers(),
+            "chains": selectors.chain_states(),
+        },
+    )
+
+
+@staff_member_required
+def intent_case(request, intent_id):
+    intent = get_object_or_404(
+        PaymentIntent.objects.select_related("method", "order", "owner", "topup"), pk=intent_id
+    )
+    decision_form = DecisionForm(request.POST if request.POST.get("form") == "decision" else None)
+    record_form = RecordTransferForm(
+        request.POST if request.POST.get("form") == "record" else None
+    )
+    if request.method == "POST":
+        try:
+            if decision_form.is_bound and decision_form.is_valid():
+                decide = DECISIONS[decision_form.cleaned_data["action"]]
+                decide(
+                    intent_id=intent.pk,
+                    actor=request.user,
+                    reason=decision_form.cleaned_data["reason"],
+                )
+                messages.success(request, "Decision recorded.")
+                return redirect("backoffice:intent_case", intent_id=intent.pk)
+            if record_form.is_bound and record_form.is_valid():
+                review.review_record_transfer(
+                    intent_id=intent.pk, actor=request.user, **record_form.cleaned_data
+                )
+                messages.success(request, "Transfer recorded and reconciled.")
+                return redirect("backoffice:intent_case", intent_id=intent.pk)
+        except ServiceError as exc:
+            add_service_error(decision_form if decision_form.is_bound else record_form, exc)
+    current = selectors.rate_current(intent.method.asset)
+    return render(
+        request,
+        "backoffice/intent_case.html",
+        {
+            "intent": intent,
+            "amount": uris.amount_text(intent.amount_units, intent.method.decimals),
+            "received": uris.amount_text(int(intent.received_base), intent.method.decimals),
+            "received_usd": review.received_usd(intent),
+            "received_usd_now": review.received_usd(intent, usd_per_coin=current.usd_per_coin)
+            if current
+            else None,
+            "rate_now": current,
+            "transfers": intent.transfers.order_by("first_seen_at"),
+            "decision_form": decision_form,
+            "record_form": record_form,
+        },
+    )
+
+
+@staff_member_required
+def transfer_case(request, transfer_id):
+    transfer = get_object_or_404(Transfer, pk=transfer_id)
+    form = TransferResolveForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            review.review_transfer_resolve(
+                transfer_id=transfer.pk,
+                actor=request.user,
+                note=form.cleaned_data["note"],
+                intent_id=form.cleaned_data["intent"],
+            )
+        except ServiceError as exc:
+            add_service_error(form, exc)
+        else:
+            messages.success(request, "Transfer reviewed.")
+            return redirect("backoffice:review_queue")
+    return render(request, "backoffice/transfer_case.html", {"transfer": transfer, "form": form})

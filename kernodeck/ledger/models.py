@@ -1,0 +1,170 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+TOPUP_AMOUNTS = (100, 500, 2000, 10000)
+
+
+class TopUpStatus(models.TextChoices):
+    AWAITING_PAYMENT = "awaiting_payment", _("Awaiting payment")
+    CREDITED = "credited", _("Credited")
+
+
+class TopUp(models.Model):
+    """A prepaid-balance top-up of a fixed amount, paid by its own payment intent(s)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    account = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="topups"
+    )
+    amount_usd = models.DecimalField(max_digits=12, decimal_places=2)
+    status = models.CharField(
+        max_length=20, choices=TopUpStatus.choices, default=TopUpStatus.AWAITING_PAYMENT
+    )
+    created_at = models.DateTimeField()
+    credited_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(amount_usd__in=TOPUP_AMOUNTS), name="ledger_topup_allowed_amounts"
+            ),
+        ]
+
+    def __str__(self):
+        return f"Top-up {self.amount_usd} USD ({self.status})"
+
+
+class EntryKind(models.TextChoices):
+    TOPUP_CREDIT = "topup_credit", _("Top-up")
+    OVERPAYMENT_CREDIT = "overpayment_credit", _("Overpayment credited")
+    LATE_PAYMENT_CREDIT = "late_payment_credit", _("Late payment credited")
+    REFUND_CREDIT = "refund_credit", _("Refund")
+    ADJUSTMENT = "adjustment", _("Adjustment by support")
+    ORDER_CHARGE = "order_charge", _("Order paid from the balance")
+
+
+CREDIT_KINDS = {
+    EntryKind.TOPUP_CREDIT,
+    EntryKind.OVERPAYMENT_CREDIT,
+    EntryKind.LATE_PAYMENT_CREDIT,
+    EntryKind.REFUND_CREDIT,
+}
+
+
+class LedgerEntry(models.Model):
+    """One line of an account's balance statement. Append-only: never updated or deleted.
+
+    Entries of an account are numbered 1, 2, 3… (`sequence`, unique per account), and each
+    carries the balance after it, which the database keeps at or above zero. Two writers
+    that read the same last entry both try to write the same next number: one fails. So
+    the balance cannot go negative even if the code around it erred.
+    """
+
+    account = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="ledger_entries"
+    )
+    sequence = models.PositiveIntegerField()
+    kind = models.CharField(max_length=24, choices=EntryKind.choices)
+    amount_usd = models.DecimalField(max_digits=12, decimal_places=2)
+    balance_after_usd = models.DecimalField(max_digits=14, decimal_places=2)
+    created_at = models.DateTimeField()
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Who caused it; empty for the system (payment reconciliation).",
+    )
+    # The cause: exactly what each kind needs (see the constraints).
+    order = models.ForeignKey(
+        "orders.Order", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    topup = models.ForeignKey(
+        TopUp, null=True, blank=True, on_delete=models.PROTECT, related_name="entries"
+    )
+    intent = models.ForeignKey(
+        "payments.PaymentIntent",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="ledger_entries",
+    )
+    memo = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["account", "-sequence"]
+        verbose_name_plural = "ledger entries"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account", "sequence"], name="ledger_entry_sequence_once"
+            ),
+            models.CheckConstraint(
+                condition=Q(balance_after_usd__gte=0), name="ledger_balance_never_negative"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="order_charge", amount_usd__lt=0, order__isnull=False)
+                | Q(kind="adjustment") & ~Q(amount_usd=0)
+                | Q(
+                    kind__in=[
+                        "topup_credit",
+                        "overpayment_credit",
+                        "late_payment_credit",
+                        "refund_credit",
+                    ],
+                    amount_usd__gt=0,
+                ),
+                name="ledger_entry_sign_by_kind",
+            ),
+            # One charge per order, one credit per cause.
+            models.UniqueConstraint(
+                fields=["order"],
+                condition=Q(kind="order_charge"),
+                name="ledger_one_charge_per_order",
+            ),
+            models.UniqueConstraint(
+                fields=["order"],
+                condition=Q(kind="refund_credit"),
+                name="ledger_one_refund_per_order",
+            ),
+            models.UniqueConstraint(
+                fields=["topup"],
+                condition=Q(kind="topup_credit"),
+                name="ledger_one_credit_per_topup",
+            ),
+            models.UniqueConstraint(
+                fields=["intent", "kind"],
+                condition=Q(intent__isnull=False),
+                name="ledger_one_credit_per_intent_and_kind",
+            ),
+            models.CheckConstraint(
+                condition=~Q(kind="topup_credit") | Q(topup__isnull=False, intent__isnull=False),
+                name="ledger_topup_credit_has_cause",
+            ),
+            models.CheckConstraint(
+                condition=~Q(kind__in=["overpayment_credit", "late_payment_credit"])
+                | Q(intent__isnull=False),
+                name="ledger_payment_credit_has_intent",
+            ),
+            models.CheckConstraint(
+                condition=~Q(kind="refund_credit") | Q(order__isnull=False),
+                name="ledger_refund_has_order",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.account} #{self.sequence} {self.kind} {self.amount_usd}"
+
+    def save(self, *args, **kwargs):
+        # Append-only: the one place where the invariant can be guarded for every caller.
+        if not self._state.adding:
+            raise TypeError("ledger entries are append-only: they are never updated")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise TypeError("ledger entries are append-only: they are never deleted")

@@ -1,0 +1,52 @@
+from decimal import Decimal
+
+from django.db.models import Sum
+
+from kernodeck.ledger.models import LedgerEntry, TopUp, TopUpStatus
+
+
+def balance_available(*, account) -> Decimal:
+    """The sum of the account's entries (equal to the last entry's balance_after_usd)."""
+    total = LedgerEntry.objects.filter(account=account).aggregate(total=Sum("amount_usd"))["total"]
+    return (total or Decimal("0")).quantize(Decimal("0.01"))
+
+
+def topups_pending(*, account):
+    return TopUp.objects.filter(account=account, status=TopUpStatus.AWAITING_PAYMENT)
+
+
+def topups_pending_usd(*, account) -> Decimal:
+    total = topups_pending(account=account).aggregate(total=Sum("amount_usd"))["total"]
+    return (total or Decimal("0")).quantize(Decimal("0.01"))
+
+
+def statement(*, account):
+    """Every entry, newest first, with its causes loaded."""
+    return (
+        LedgerEntry.objects.filter(account=account)
+        .select_related("order", "topup", "intent")
+        .order_by("-sequence")
+    )
+
+
+def topups_for(*, account):
+    return (
+        TopUp.objects.filter(account=account).prefetch_related("intents").order_by("-created_at")
+    )
+
+
+def topup_get_for_owner(*, account, topup_id):
+    import uuid
+
+    from django.utils.translation import gettext as _
+
+    from kernodeck.core.errors import NotFound
+
+    try:
+        topup_id = uuid.UUID(str(topup_id))
+    except ValueError:
+        raise NotFound(_("No top-up with this id on your account.")) from None
+    topup = TopUp.objects.filter(account=account, pk=topup_id).first()
+    if topup is None:
+        raise NotFound(_("No top-up with this id on your account."))
+    return topup

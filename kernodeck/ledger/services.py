@@ -1,0 +1,262 @@
+"""Balance actions: the only code that appends to the ledger.
+
+Every movement runs in one transaction with the account row locked: read the last entry,
+compute the new balance, append. The database refuses a negative balance, a second entry
+with the same number, a second charge for an order and a second credit for a cause.
+"""
+
+from decimal import Decimal
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
+
+from kernodeck.core import clock
+from kernodeck.core.errors import Conflict, InvalidInput
+from kernodeck.core.money import usd, usd_str
+from kernodeck.core.services import audit_record
+from kernodeck.ledger.models import TOPUP_AMOUNTS, EntryKind, LedgerEntry, TopUp, TopUpStatus
+from kernodeck.orders import locks as order_locks
+from kernodeck.orders import services as order_services
+from kernodeck.orders.models import PaymentState
+
+
+class InsufficientBalance(Conflict):
+    def __init__(self, *, available: Decimal, needed: Decimal):
+        super().__init__(
+            _(
+                "Your available balance is %(available)s USD; this order needs %(needed)s USD. "
+                "Pending top-ups count only once their payment is confirmed."
+            )
+            % {"available": usd_str(available), "needed": usd_str(needed)}
+        )
+        self.available = available
+        self.needed = needed
+
+
+def _lock_account(account_id: int):
+    return get_user_model().objects.select_for_update().get(pk=account_id)
+
+
+def _existing(kind, **cause):
+    return LedgerEntry.objects.filter(kind=kind, **cause).first()
+
+
+def _append(*, account_id: int, kind: str, amount: Decimal, actor=None, memo: str = "", **cause):
+    """Append one entry under the account lock. Returns (entry, created)."""
+    amount = usd(amount)
+    with transaction.atomic():
+        _lock_account(account_id)
+        unique_cause = {k: v for k, v in cause.items() if v is not None}
+        if unique_cause:
+            existing = _existing(kind, account_id=account_id, **unique_cause)
+            if existing is not None:
+                return existing, False
+        last = LedgerEntry.objects.filter(account_id=account_id).order_by("-sequence").first()
+        balance = last.balance_after_usd if last else Decimal("0.00")
+        if balance + amount < 0:
+            raise InsufficientBalance(available=balance, needed=-amount)
+        entry = LedgerEntry.objects.create(
+            account_id=account_id,
+            sequence=(last.sequence + 1) if last else 1,
+            kind=kind,
+            amount_usd=amount,
+            balance_after_usd=balance + amount,
+            created_at=clock.now(),
+            actor=actor,
+            memo=memo[:300],
+            **cause,
+        )
+        audit_record(
+            action=f"ledger.{kind}",
+            target=entry,
+            actor=actor,
+            before={"balance_usd": usd_str(balance)},
+            after={"balance_usd": usd_str(entry.balance_after_usd), "amount_usd": usd_str(amount)},
+            data={k: str(getattr(v, "pk", v)) for k, v in cause.items() if v is not None},
+        )
+    return entry, True
+
+
+# -- top-ups ------------------------------------------------------------------------------
+
+
+def _parse_topup_amount(amount) -> Decimal:
+    allowed = ", ".join(f"{a:,}".replace(",", " ") for a in TOPUP_AMOUNTS)
+    message = _("Top-ups are exactly %(list)s USD.") % {"list": allowed}
+    try:
+        value = Decimal(str(amount).strip().replace(" ", ""))
+    except ArithmeticError:
+        raise InvalidInput(message, field="amount_usd") from None
+    if not value.is_finite() or value not in {Decimal(a) for a in TOPUP_AMOUNTS}:
+        raise InvalidInput(message, field="amount_usd")
+    return usd(value)
+
+
+def topup_create(*, account, amount_usd, method_code: str):
+    """A top-up and its first payment instructions. The balance moves only once paid."""
+    from kernodeck.payments import services as payment_services
+    from kernodeck.payments.models import Purpose
+
+    amount = _parse_topup_amount(amount_usd)
+    with transaction.atomic():
+        topup = TopUp.objects.create(account=account, amount_usd=amount, created_at=clock.now())
+        audit_record(
+            action="ledger.topup_created",
+            target=topup,
+            actor=account,
+            after={"amount_usd": usd_str(amount)},
+        )
+        intent = payment_services.payment_intent_create(
+            owner=account,
+            method_code=method_code,
+            amount_usd=amount,
+            purpose=Purpose.TOPUP,
+            topup=topup,
+            actor=account,
+        )
+    return topup, intent
+
+
+def topup_new_instructions(*, topup: TopUp, method_code: str, actor):
+    """New instructions (a new address) for a top-up whose earlier ones are no longer live."""
+    from kernodeck.payments import selectors as payment_selectors
+    from kernodeck.payments import services as payment_services
+    from kernodeck.payments.models import Purpose
+
+    with transaction.atomic():
+        topup = TopUp.objects.select_for_update().get(pk=topup.pk)
+        if topup.status != TopUpStatus.AWAITING_PAYMENT:
+            raise Conflict(_("This top-up is already credited."))
+        live = [i for i in topup.intents.all() if payment_selectors.intent_is_live(i)]
+        if live:
+            raise Conflict(
+                _("This top-up already has payment instructions valid until %(until)s UTC.")
+                % {"until": live[0].expires_at.strftime("%Y-%m-%d %H:%M")}
+            )
+        return payment_services.payment_intent_create(
+            owner=topup.account,
+            method_code=method_code,
+            amount_usd=topup.amount_usd,
+            purpose=Purpose.TOPUP,
+            topup=topup,
+            actor=actor,
+        )
+
+
+def topup_credit(*, intent, amount_usd: Decimal, kind=EntryKind.TOPUP_CREDIT, actor=None, memo=""):
+    """Credit a top-up's payment to the balance (once per top-up), and mark it credited."""
+    with transaction.atomic():
+        topup = TopUp.objects.select_for_update().get(pk=intent.topup_id)
+        if kind == EntryKind.TOPUP_CREDIT:
+            earlier = _existing(EntryKind.TOPUP_CREDIT, topup=topup)
+            if earlier is not None and earlier.intent_id != intent.pk:
+                raise Conflict(
+                    _("This top-up was already credited by another payment; review this one.")
+                )
+            cause = {"topup": topup, "intent": intent}
+        else:
+            cause = {"intent": intent}
+        entry, _created = _append(
+            account_id=topup.account_id,
+            kind=kind,
+            amount=amount_usd,
+            actor=actor,
+            memo=memo,
+            **cause,
+        )
+        if topup.status != TopUpStatus.CREDITED:
+            topup.status = TopUpStatus.CREDITED
+            topup.credited_at = clock.now()
+            topup.save(update_fields=["status", "credited_at"])
+            audit_record(
+                action="ledger.topup_credited",
+                target=topup,
+                actor=actor,
+                after={"entry": entry.pk, "amount_usd": usd_str(entry.amount_usd)},
+            )
+    return entry
+
+
+def topup_credit_confirmed(*, intent):
+    """Called by reconciliation when a top-up payment is confirmed and matched."""
+    return topup_credit(intent=intent, amount_usd=intent.topup.amount_usd)
+
+
+# -- spending and crediting ---------------------------------------------------------------
+
+
+def order_pay_with_balance(*, order, actor):
+    """Charge the order's total to the available balance and settle it, in one transaction.
+
+    Pressing twice, or two concurrent API calls, settle once and charge once.
+    """
+    with transaction.atomic():
+        _lock_account(order.owner_id)
+        order = order_locks.lock_order(order.pk)
+        existing = _existing(EntryKind.ORDER_CHARGE, order=order)
+        if existing is not None:
+            return order, existing
+        if order.payment_state != PaymentState.AWAITING_PAYMENT:
+            raise Conflict(
+                _("Order %(reference)s is %(state)s and cannot be paid.")
+                % {
+                    "reference": order.reference,
+                    "state": order.get_payment_state_display().lower(),
+                }
+            )
+        try:
+            with transaction.atomic():
+                entry, _created = _append(
+                    account_id=order.owner_id,
+                    kind=EntryKind.ORDER_CHARGE,
+                    amount=-order.total_usd,
+                    actor=actor,
+                    order=order,
+                )
+        except IntegrityError:
+            # The database caught what the lock should have: refuse, change nothing.
+            raise Conflict(_("The balance changed meanwhile; please try again.")) from None
+        order = order_services.order_settle(
+            order=order, actor=actor, cause={"ledger_entry": entry.pk, "paid_with": "balance"}
+        )
+    return order, entry
+
+
+def balance_credit_payment(*, intent, amount_usd: Decimal, kind: str, actor, memo: str):
+    """Credit (part of) a crypto payment to its owner's balance: overpayment or late."""
+    return _append(
+        account_id=intent.owner_id,
+        kind=kind,
+        amount=amount_usd,
+        actor=actor,
+        memo=memo,
+        intent=intent,
+    )[0]
+
+
+def balance_refund_order(*, order, actor, reason: str):
+    """Refund a settled order's total to the balance (e.g. provisioning failed). Once."""
+    if order.payment_state != PaymentState.SETTLED:
+        raise Conflict(_("Only a settled order can be refunded to the balance."))
+    return _append(
+        account_id=order.owner_id,
+        kind=EntryKind.REFUND_CREDIT,
+        amount=order.total_usd,
+        actor=actor,
+        memo=reason,
+        order=order,
+    )[0]
+
+
+def balance_adjust(*, account, amount_usd, actor, reason: str):
+    """A manual adjustment by an operator, with its reason."""
+    if not (reason or "").strip():
+        raise InvalidInput(_("Give the reason for the adjustment."), field="reason")
+    return _append(
+        account_id=account.pk,
+        kind=EntryKind.ADJUSTMENT,
+        amount=Decimal(amount_usd),
+        actor=actor,
+        memo=reason,
+    )[0]

@@ -1,0 +1,59 @@
+"""Which adapter watches which network, built from settings (base URLs)."""
+
+from django.conf import settings
+
+from kernodeck.payments import methods, registry
+
+NETWORKS = ("bitcoin", "litecoin", "ethereum", "tron", "solana")
+
+
+def api_url(network: str) -> str:
+    return {
+        "bitcoin": settings.KERNODECK_BITCOIN_ESPLORA_URL,
+        "litecoin": settings.KERNODECK_LITECOIN_ESPLORA_URL,
+        "ethereum": settings.KERNODECK_ETHEREUM_RPC_URL,
+        "tron": settings.KERNODECK_TRON_API_URL,
+        "solana": settings.KERNODECK_SOLANA_RPC_URL,
+    }[network]
+
+
+def configured_networks() -> list[str]:
+    """Networks with an API URL: only these are watched (and health-checked)."""
+    return [network for network in NETWORKS if api_url(network)]
+
+
+def adapter_for(network: str):
+    """The adapter for `network`, or None when no API URL is configured for it."""
+    url = api_url(network)
+    if not url:
+        return None
+    timeout = settings.KERNODECK_HTTP_TIMEOUT
+    testnet = registry.testnet()
+    if network in {"bitcoin", "litecoin"}:
+        from kernodeck.payments.chains.esplora import EsploraAdapter
+
+        return EsploraAdapter(network, url, timeout=timeout)
+    if network == "ethereum":
+        from kernodeck.payments.chains.ethereum import EthereumAdapter
+
+        contracts = {
+            spec.asset: methods.token_contract(spec.code, testnet=testnet)
+            for spec in methods.METHODS
+            if spec.chain == "ethereum" and spec.token_contract
+        }
+        return EthereumAdapter(
+            url,
+            token_contracts={asset: c for asset, c in contracts.items() if c},
+            timeout=timeout,
+        )
+    if network == "tron":
+        from kernodeck.payments.chains.tron import TronAdapter
+
+        contract = methods.token_contract("usdt-tron", testnet=testnet)
+        options = {"usdt_contract": contract} if contract else {}
+        return TronAdapter(
+            url, api_key=settings.KERNODECK_TRON_API_KEY, timeout=timeout, **options
+        )
+    from kernodeck.payments.chains.solana import SolanaAdapter
+
+    return SolanaAdapter(url, timeout=timeout)

@@ -1,0 +1,254 @@
+"""The chain adapters' HTTP: JSON GET/POST with a timeout and a few retries, errors as ChainError.
+
+    new_client() -> httpx.Client
+    get_json(url, *, params=None, headers=None, timeout=10.0, sleep=time.sleep, client=None) -> Any
+    get_text(url, *, params=None, headers=None, timeout=10.0, sleep=time.sleep, client=None) -> str
+    post_json(url, payload, *, headers=None, timeout=10.0, sleep=time.sleep, client=None) -> Any
+    rpc_call(url, method, params, *, headers=None, timeout=10.0, sleep=time.sleep, client=None)
+        -> Any  (the JSON-RPC 2.0 `result`, which may be None)
+
+Every call makes at most ATTEMPTS tries. A connection error, a timeout, HTTP 429, HTTP 5xx, a
+body that is not JSON (a proxy's error page) and a JSON-RPC server error are retried after
+BACKOFF seconds, doubled each time, or after the server's Retry-After when it asks for at most
+MAX_RETRY_AFTER seconds (a longer wait fails at once: the watcher's next run is the retry).
+Other 4xx answers and JSON-RPC caller errors (-32700, -32600, -32601, -32602) fail at once.
+Numbers with a fraction or exponent parse as Decimal, never float; integers stay int.
+`timeout` bounds connecting and each read. Pass `client` (from new_client()) to reuse
+connections across the calls of one scan; without it each call opens and closes its own.
+Error messages name the host only: RPC URLs often carry an API key in the path or query.
+"""
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from typing import Any
+
+import httpx
+
+from kernodeck.payments.chains.base import ChainError
+
+ATTEMPTS = 3
+BACKOFF = 0.5  # seconds before the second attempt; doubled before each later one
+MAX_RETRY_AFTER = 10.0  # seconds: a Retry-After up to this is waited for, a longer one fails
+USER_AGENT = "Kernodeck chain watcher"
+DEFAULT_TIMEOUT = 10.0
+
+# JSON-RPC codes that mean the request itself is wrong: asking again cannot help.
+RPC_CALLER_ERRORS = frozenset({-32700, -32600, -32601, -32602})
+
+Sleep = Callable[[float], None]
+
+
+class _Transient(Exception):
+    """This attempt failed in a way another attempt may not; `wait` overrides the backoff."""
+
+    def __init__(self, message: str, wait: float | None = None):
+        super().__init__(message)
+        self.wait = wait
+
+
+def new_client() -> httpx.Client:
+    """A client for several calls in a row; the caller closes it (`with new_client() as c:`)."""
+    return httpx.Client(follow_redirects=False, headers={"User-Agent": USER_AGENT})
+
+
+def get_json(
+    url: str,
+    *,
+    params: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    sleep: Sleep = time.sleep,
+    client: httpx.Client | None = None,
+) -> Any:
+    """GET `url` and return its body parsed as JSON."""
+    request = {"params": params, "headers": {"Accept": "application/json", **(headers or {})}}
+    return _with_retries(
+        "GET", url, request, _parse_json, timeout=timeout, sleep=sleep, client=client
+    )
+
+
+def get_text(
+    url: str,
+    *,
+    params: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    sleep: Sleep = time.sleep,
+    client: httpx.Client | None = None,
+) -> str:
+    """GET `url` and return its body as text, stripped (e.g. Esplora's tip height)."""
+    request = {"params": params, "headers": dict(headers or {})}
+    return _with_retries(
+        "GET",
+        url,
+        request,
+        lambda response: response.text.strip(),
+        timeout=timeout,
+        sleep=sleep,
+        client=client,
+    )
+
+
+def post_json(
+    url: str,
+    payload: Any,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    sleep: Sleep = time.sleep,
+    client: httpx.Client | None = None,
+) -> Any:
+    """POST `payload` as JSON to `url` and return the answer parsed as JSON."""
+    request = {
+        "content": json.dumps(payload).encode(),
+        "headers": {
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+            **(headers or {}),
+        },
+    }
+    return _with_retries(
+        "POST", url, request, _parse_json, timeout=timeout, sleep=sleep, client=client
+    )
+
+
+def rpc_call(
+    url: str,
+    method: str,
+    params: list | dict | None = None,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    sleep: Sleep = time.sleep,
+    client: httpx.Client | None = None,
+) -> Any:
+    """One JSON-RPC 2.0 call; its `result` (None included), or ChainError for an `error`."""
+    payload = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or []}
+    request = {
+        "content": json.dumps(payload).encode(),
+        "headers": {
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+            **(headers or {}),
+        },
+    }
+
+    def parse(response: httpx.Response) -> Any:
+        body = _parse_json(response)
+        if not isinstance(body, dict):
+            raise _Transient(f"{method}: answer is not a JSON-RPC object")
+        error = body.get("error")
+        if error is not None:
+            code = error.get("code") if isinstance(error, dict) else None
+            message = error.get("message") if isinstance(error, dict) else error
+            text = f"{method}: JSON-RPC error {code}: {message}"
+            if code in RPC_CALLER_ERRORS:
+                raise ChainError(text)
+            raise _Transient(text)
+        if "result" not in body:
+            raise _Transient(f"{method}: answer has neither result nor error")
+        return body["result"]
+
+    return _with_retries("POST", url, request, parse, timeout=timeout, sleep=sleep, client=client)
+
+
+def _with_retries(
+    method: str,
+    url: str,
+    request: dict,
+    parse: Callable[[httpx.Response], Any],
+    *,
+    timeout: float,
+    sleep: Sleep,
+    client: httpx.Client | None,
+) -> Any:
+    """Send, check the status, parse; up to ATTEMPTS times while the failure is transient."""
+    host = _host(url)
+    delay = BACKOFF
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            response = _send(method, url, request, timeout=timeout, client=client)
+            _check_status(response)
+            return parse(response)
+        except _Transient as failure:
+            if attempt == ATTEMPTS:
+                message = f"{host}: {failure} (gave up after {ATTEMPTS} attempts)"
+                raise ChainError(message) from failure
+            if failure.wait is not None and failure.wait > MAX_RETRY_AFTER:
+                raise ChainError(f"{host}: {failure}") from failure
+            sleep(failure.wait if failure.wait is not None else delay)
+            delay *= 2
+        except ChainError as failure:
+            raise ChainError(f"{host}: {failure}") from failure
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _send(
+    method: str, url: str, request: dict, *, timeout: float, client: httpx.Client | None
+) -> httpx.Response:
+    try:
+        if client is not None:
+            return client.request(method, url, timeout=httpx.Timeout(timeout), **request)
+        with new_client() as own:
+            return own.request(method, url, timeout=httpx.Timeout(timeout), **request)
+    except httpx.TimeoutException as error:
+        raise _Transient(f"timed out after {timeout} s ({type(error).__name__})") from error
+    except httpx.UnsupportedProtocol as error:
+        raise ChainError(f"the configured API URL is not http(s): {error}") from error
+    except httpx.HTTPError as error:
+        raise _Transient(f"request failed: {error or type(error).__name__}") from error
+    except httpx.InvalidURL as error:
+        raise ChainError("the configured API URL is not a valid URL") from error
+
+
+def _check_status(response: httpx.Response) -> None:
+    status = response.status_code
+    if status == 429:
+        wait = _retry_after(response)
+        asks = f", asks to retry after {wait:g} s" if wait is not None else ""
+        raise _Transient(f"rate limited (HTTP 429){asks}", wait=wait)
+    if status >= 500:
+        raise _Transient(f"HTTP {status}{_snippet(response)}")
+    if not response.is_success:
+        raise ChainError(f"HTTP {status}{_snippet(response)}")
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """Retry-After in seconds when given as a number (the HTTP-date form is ignored)."""
+    value = response.headers.get("retry-after", "").strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return max(seconds, 0.0) if seconds == seconds else None  # NaN is no answer
+
+
+def _snippet(response: httpx.Response) -> str:
+    """The start of a short text error body (Esplora answers 'Invalid Bitcoin address')."""
+    text = " ".join(response.text.split())[:120]
+    return f": {text}" if text and "<" not in text else ""
+
+
+def _parse_json(response: httpx.Response) -> Any:
+    try:
+        return json.loads(response.text, parse_float=Decimal, parse_constant=_refuse_constant)
+    except ValueError as error:
+        raise _Transient("answer is not valid JSON") from error
+
+
+def _refuse_constant(name: str) -> None:
+    """NaN and Infinity are not JSON; Python's parser accepts them unless told otherwise."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _host(url: str) -> str:
+    """host[:port] of `url`, without the user info, path or query that may hold a key."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return "chain API"
+    if not parsed.host:
+        return "chain API"
+    return f"{parsed.host}:{parsed.port}" if parsed.port else parsed.host

@@ -1,0 +1,175 @@
+"""SOL payments through Solana JSON-RPC, found by their Solana Pay reference key.
+
+Each intent has a fresh reference key that the wallet adds to the transfer as a read-only
+account, so getSignaturesForAddress(reference) lists exactly the payments of that intent. A
+target without a reference watches the shared recipient itself (wallets that drop the
+reference; the watcher matches those by their unique amount). Each signature is then read with
+getTransaction, and the credit is the recipient's postBalance - preBalance in lamports.
+
+Commitment is "confirmed" throughout: the tip is the newest confirmed slot, so
+confirmations = tip - slot + 1 counts confirmed slots, and `final` comes from the signature's
+own confirmationStatus ("finalized"). getSignaturesForAddress and getTransaction do not accept
+"processed". A failed transaction moves no lamports to the recipient (only the fee payer pays),
+so its credit is 0 and it is not reported; one with a positive credit and an error would be
+reported with failed=True and never credited.
+"""
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from kernodeck.payments.chains.base import ChainError, ObservedTransfer, ScanResult, WatchTarget
+from kernodeck.payments.chains.http import DEFAULT_TIMEOUT, new_client, rpc_call
+
+logger = logging.getLogger(__name__)
+
+COMMITMENT = "confirmed"
+SIGNATURES_LIMIT = 100  # newest signatures per watched key; a reference sees one or two
+
+
+class SolanaAdapter:
+    """Credits to our Solana recipient, by Solana Pay reference or to the recipient itself."""
+
+    network = "solana"
+
+    def __init__(
+        self,
+        base_url: str,
+        timeout: float = DEFAULT_TIMEOUT,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.base_url = base_url
+        self.timeout = timeout
+        self.sleep = sleep
+
+    def scan(self, targets: Sequence[WatchTarget], *, cursor: int | None = None) -> ScanResult:
+        """Every positive SOL credit to the targets' recipient; `cursor` is not used."""
+        references = {target.reference for target in targets if target.reference}
+        transfers: dict[str, ObservedTransfer] = {}
+        fetched: dict[str, Any] = {}  # signature -> getTransaction result, one call per scan
+        # References first: a payment seen both ways keeps the reference it carries.
+        ordered = sorted(targets, key=lambda target: target.reference is None)
+        with new_client() as client:
+            tip = _int(self._call(client, "getSlot", [{"commitment": COMMITMENT}]), "slot")
+            for target in ordered:
+                for entry in self._signatures(client, target.reference or target.address):
+                    signature = entry["signature"]
+                    if signature in transfers or entry.get("err") is not None:
+                        continue  # failed: no lamports moved to us, no call needed
+                    if signature not in fetched:
+                        fetched[signature] = self._transaction(client, signature)
+                    transfer = _credit(fetched[signature], entry, target, references, tip)
+                    if transfer is not None:
+                        transfers[signature] = transfer
+        return ScanResult(transfers=list(transfers.values()), tip=tip)
+
+    def _call(self, client: httpx.Client, method: str, params: list) -> Any:
+        return rpc_call(
+            self.base_url, method, params, timeout=self.timeout, sleep=self.sleep, client=client
+        )
+
+    def _signatures(self, client: httpx.Client, key: str) -> list[dict]:
+        options = {"limit": SIGNATURES_LIMIT, "commitment": COMMITMENT}
+        entries = self._call(client, "getSignaturesForAddress", [key, options])
+        if not isinstance(entries, list) or not all(
+            isinstance(entry, dict) and isinstance(entry.get("signature"), str)
+            for entry in entries
+        ):
+            raise ChainError(f"solana: getSignaturesForAddress({key}) is not a signature list")
+        if len(entries) >= SIGNATURES_LIMIT:
+            logger.warning(
+                "solana: %s has %d or more signatures; older ones not scanned",
+                key,
+                SIGNATURES_LIMIT,
+            )
+        return entries
+
+    def _transaction(self, client: httpx.Client, signature: str) -> dict | None:
+        """The transaction, or None while this node does not serve it yet (next round)."""
+        options = {
+            "encoding": "json",
+            "maxSupportedTransactionVersion": 0,
+            "commitment": COMMITMENT,
+        }
+        result = self._call(client, "getTransaction", [signature, options])
+        if result is not None and not isinstance(result, dict):
+            raise ChainError(f"solana: getTransaction({signature}) is not an object")
+        return result
+
+
+def _account_keys(result: dict, meta: dict, signature: str) -> list[str]:
+    """Every account of the transaction in balance order: the message's keys, then (v0) the
+    writable and read-only addresses loaded from lookup tables."""
+    transaction = result.get("transaction")
+    message = transaction.get("message") if isinstance(transaction, dict) else None
+    keys = message.get("accountKeys") if isinstance(message, dict) else None
+    if not isinstance(keys, list):
+        raise ChainError(f"solana: {signature} has no accountKeys")
+    loaded = meta.get("loadedAddresses")
+    loaded = loaded if isinstance(loaded, dict) else {}
+    keys = [*keys, *loaded.get("writable", []), *loaded.get("readonly", [])]
+    # jsonParsed answers give {"pubkey": ...} objects; json answers give plain strings.
+    return [key.get("pubkey") if isinstance(key, dict) else key for key in keys]
+
+
+def _balances(meta: dict, name: str, signature: str) -> list[int]:
+    values = meta.get(name)
+    if not isinstance(values, list):
+        raise ChainError(f"solana: {signature} has no {name}")
+    return [_int(value, name) for value in values]
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ChainError(f"solana: {what} is not an integer: {value!r}")
+    return value
+
+
+def _credit(
+    result: dict | None, entry: dict, target: WatchTarget, references: set[str], tip: int
+) -> ObservedTransfer | None:
+    """The transfer `result` makes to the target's recipient; None if it is not a credit."""
+    if result is None:
+        return None
+    signature = entry["signature"]
+    meta = result.get("meta")
+    if not isinstance(meta, dict):
+        return None  # no status metadata (very old ledger): cannot tell a credit
+    keys = _account_keys(result, meta, signature)
+    if target.address not in keys:
+        return None
+    index = keys.index(target.address)
+    pre = _balances(meta, "preBalances", signature)
+    post = _balances(meta, "postBalances", signature)
+    if index >= len(pre) or index >= len(post):
+        raise ChainError(f"solana: {signature} has fewer balances than account keys")
+    credit = post[index] - pre[index]
+    if credit <= 0:
+        return None  # a debit, an unchanged balance, or a failed transaction
+    reference = target.reference if target.reference in keys else None
+    if reference is None:
+        reference = next((key for key in keys if key in references), None)
+    slot = _int(result.get("slot", entry.get("slot")), "slot")
+    block_time = result.get("blockTime") or entry.get("blockTime")
+    return ObservedTransfer(
+        network="solana",
+        txid=signature,
+        index=0,
+        address=target.address,
+        asset="SOL",
+        amount_base=credit,
+        confirmations=max(tip - slot + 1, 0),
+        block_height=slot,
+        block_time=(
+            datetime.fromtimestamp(_int(block_time, "blockTime"), tz=UTC)
+            if block_time is not None
+            else None
+        ),
+        failed=meta.get("err") is not None,
+        final=entry.get("confirmationStatus") == "finalized",
+        reference=reference,
+    )

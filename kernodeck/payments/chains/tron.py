@@ -1,0 +1,335 @@
+"""TRX and TRC-20 tokens (USDT) through TronGrid: its v1 account history and the node HTTP API.
+
+Per scan: the head (POST /wallet/getnowblock) and the solidified head, past which a block can no
+longer be reversed (POST /walletsolidity/getnowblock); then, per address, its incoming history:
+- GET /v1/accounts/{address}/transactions?only_to=true: a TransferContract to the address is a
+  TRX credit (amount in sun), `failed` unless ret[0].contractRet is "SUCCESS"; a
+  TransferAssetContract (a TRC-10 token) is recorded as "TOKEN" with its asset id. Smart
+  contract calls are skipped here: their token transfers come from the next list. The API
+  writes addresses in hex (41 + 20 bytes), not base58.
+- GET /v1/accounts/{address}/transactions/trc20?only_to=true: one item per token transfer, with
+  the contract in base58 and the amount as a decimal string, but no block number and no log
+  index. Each transaction is looked up once (POST /wallet/gettransactioninfobyid) for its
+  block number, its result (`failed` unless receipt.result is "SUCCESS") and its event logs:
+  the index of a transfer is the position of its Transfer event among the transaction's logs
+  (0 for a plain USDT transfer), unique within the transaction even when it pays two of our
+  addresses. A transaction the node does not know yet is skipped until a later scan, so an
+  index is never guessed. The configured USDT contract gives "USDT", any other "TOKEN".
+Lists come newest first, 200 a page, following `meta.fingerprint` (never `links.next`, which
+names api.trongrid.io whatever the base URL) for at most MAX_PAGES pages. Zero-amount
+transfers (address-poisoning spam) are skipped. `cursor` is not used.
+"""
+
+import logging
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from bip_utils import Base58ChecksumError, Base58Decoder, Base58Encoder
+
+from kernodeck.payments.chains.base import ChainError, ObservedTransfer, ScanResult, WatchTarget
+from kernodeck.payments.chains.http import DEFAULT_TIMEOUT, get_json, new_client, post_json
+
+logger = logging.getLogger(__name__)
+
+USDT_CONTRACT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
+PAGE_SIZE = 200  # TronGrid's maximum `limit`
+MAX_PAGES = 5  # pages read per list and address, newest first
+# keccak256("Transfer(address,address,uint256)"), as TRON writes topics: without 0x.
+TRANSFER_TOPIC = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
+
+_HEX_ADDRESS = re.compile(r"41[0-9a-f]{40}")
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def to_hex_address(address: str) -> str:
+    """A base58check address (T...) as the API's hex form: "41" + 20 bytes, lower case."""
+    try:
+        payload = Base58Decoder.CheckDecode(address)
+    except (ValueError, Base58ChecksumError):
+        raise ValueError(f"not a Tron address: {address!r}") from None
+    if len(payload) != 21 or payload[0] != 0x41:
+        raise ValueError(f"not a Tron address: {address!r}")
+    return payload.hex()
+
+
+def to_base58_address(hex_address: str) -> str:
+    """The hex form ("41" + 20 bytes, or the bare 20 bytes of an event log) as T..."""
+    digits = hex_address.lower().removeprefix("0x")
+    if len(digits) == 40:
+        digits = "41" + digits
+    if not _HEX_ADDRESS.fullmatch(digits):
+        raise ValueError(f"not a hex Tron address: {hex_address!r}")
+    return Base58Encoder.CheckEncode(bytes.fromhex(digits))
+
+
+class TronAdapter:
+    """Credits in TRX and TRC-20 tokens to our addresses, read from TronGrid."""
+
+    network = "tron"
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        usdt_contract: str = USDT_CONTRACT,
+        api_key: str = "",
+        timeout: float = DEFAULT_TIMEOUT,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        to_hex_address(usdt_contract)  # a bad setting fails at start-up
+        self.base_url = base_url.rstrip("/")
+        self.usdt_contract = usdt_contract
+        self.headers = {"TRON-PRO-API-KEY": api_key} if api_key else {}
+        self.timeout = timeout
+        self.sleep = sleep
+
+    def scan(self, targets: Sequence[WatchTarget], *, cursor: int | None = None) -> ScanResult:
+        """Every credit to `targets` in their TronGrid history; `cursor` is not used."""
+        addresses = list(dict.fromkeys(target.address for target in targets))
+        hex_addresses = {address: to_hex_address(address) for address in addresses}
+        with new_client() as client:
+            scan = _Scan(
+                self,
+                client,
+                tip=self._head(client, "/wallet/getnowblock"),
+                solidified=self._head(client, "/walletsolidity/getnowblock"),
+            )
+            for address in addresses:
+                for item in self._pages(client, f"/v1/accounts/{quote(address)}/transactions"):
+                    scan.native(item, address, hex_addresses[address])
+                items = self._pages(client, f"/v1/accounts/{quote(address)}/transactions/trc20")
+                scan.tokens(list(items), address)
+        return ScanResult(transfers=list(scan.transfers.values()), tip=scan.tip)
+
+    def _post(self, client: httpx.Client, path: str, payload: dict) -> dict:
+        body = post_json(
+            f"{self.base_url}{path}",
+            payload,
+            headers=self.headers,
+            timeout=self.timeout,
+            sleep=self.sleep,
+            client=client,
+        )
+        if not isinstance(body, dict):
+            raise ChainError(f"{path}: answer is not an object")
+        # The node API reports its own failures in a 200 answer: {"Error": "class : message"}.
+        error = body.get("Error") or body.get("error")
+        if error:
+            raise ChainError(f"{path}: {str(error)[:200]}")
+        return body
+
+    def _head(self, client: httpx.Client, path: str) -> int:
+        body = self._post(client, path, {})
+        header = body.get("block_header")
+        raw = header.get("raw_data") if isinstance(header, dict) else None
+        number = raw.get("number") if isinstance(raw, dict) else None
+        if not _is_int(number):
+            raise ChainError(f"{path}: answer has no block number")
+        return number
+
+    def _pages(self, client: httpx.Client, path: str) -> Iterator[dict]:
+        """The items of a v1 list, page after page."""
+        params = {"only_to": "true", "limit": str(PAGE_SIZE)}
+        for _ in range(MAX_PAGES):
+            body = get_json(
+                f"{self.base_url}{path}",
+                params=params,
+                headers=self.headers,
+                timeout=self.timeout,
+                sleep=self.sleep,
+                client=client,
+            )
+            if not isinstance(body, dict) or body.get("success") is False:
+                error = body.get("error") if isinstance(body, dict) else None
+                raise ChainError(f"{path}: {str(error or 'answer is not a TronGrid list')[:200]}")
+            data, meta = body.get("data"), body.get("meta")
+            if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+                raise ChainError(f"{path}: answer has no list of items")
+            yield from data
+            fingerprint = meta.get("fingerprint") if isinstance(meta, dict) else None
+            if not fingerprint:
+                return
+            params = {**params, "fingerprint": str(fingerprint)}
+        logger.warning(
+            "tron: stopped reading %s after %d pages; older items unread", path, MAX_PAGES
+        )
+
+
+class _Scan:
+    """One scan's heads, the transaction infos it has read and what it has found."""
+
+    def __init__(self, adapter: TronAdapter, client: httpx.Client, tip: int, solidified: int):
+        self.adapter = adapter
+        self.client = client
+        self.tip = tip
+        self.solidified = solidified
+        self.infos: dict[str, dict] = {}
+        self.transfers: dict[tuple[str, int], ObservedTransfer] = {}
+
+    def native(self, item: dict, address: str, hex_address: str) -> None:
+        """A TRX (or TRC-10) credit from one item of /transactions, if it is one."""
+        raw = item.get("raw_data")
+        contracts = raw.get("contract") if isinstance(raw, dict) else None
+        if not isinstance(contracts, list) or not contracts or not isinstance(contracts[0], dict):
+            return
+        kind = contracts[0].get("type")
+        parameter = contracts[0].get("parameter")
+        value = parameter.get("value") if isinstance(parameter, dict) else None
+        if kind not in ("TransferContract", "TransferAssetContract") or not isinstance(
+            value, dict
+        ):
+            return
+        to = value.get("to_address")
+        if not isinstance(to, str) or to.lower() != hex_address:
+            return
+        txid = item.get("txID")
+        amount = value.get("amount")
+        if not isinstance(txid, str) or not _is_int(amount):
+            raise ChainError(f"a {kind} to {address} has no txID or amount")
+        if amount <= 0:
+            return
+        asset, contract = "TRX", None
+        if kind == "TransferAssetContract":
+            asset, contract = "TOKEN", str(value.get("asset_name"))
+        ret = item.get("ret")
+        result = ret[0].get("contractRet") if isinstance(ret, list) and ret else None
+        height = item.get("blockNumber")
+        self._add(
+            txid,
+            0,
+            address,
+            asset,
+            amount,
+            height if _is_int(height) else None,
+            item.get("block_timestamp"),
+            contract,
+            failed=result != "SUCCESS",
+        )
+
+    def tokens(self, items: list[dict], address: str) -> None:
+        """The TRC-20 credits to `address` listed in `items`, indexed by their event logs."""
+        by_tx: dict[str, list[dict]] = {}
+        for item in items:
+            if item.get("to") != address or item.get("type", "Transfer") != "Transfer":
+                continue
+            txid = item.get("transaction_id")
+            if not isinstance(txid, str):
+                raise ChainError(f"a TRC-20 transfer to {address} has no transaction_id")
+            by_tx.setdefault(txid, []).append(item)
+        for txid, transfers in by_tx.items():
+            listed = [(item, *_token_and_amount(item)) for item in transfers]
+            listed = [entry for entry in listed if entry[2] > 0]
+            if not listed:
+                continue
+            info = self._info(txid)
+            if not info:
+                continue  # not on the node yet: a later scan indexes it from its logs
+            height = info.get("blockNumber")
+            if not _is_int(height):
+                raise ChainError(f"transaction info of {txid} has no blockNumber")
+            receipt = info.get("receipt")
+            result = receipt.get("result") if isinstance(receipt, dict) else None
+            events = _transfer_events(info)
+            logs = info.get("log")
+            # A failed transaction has no events: its transfers are numbered after any log.
+            unmatched = len(logs) if isinstance(logs, list) else 0
+            for item, contract, amount in listed:
+                wanted = (contract, address, amount)
+                index = next((i for i, event in events.items() if event == wanted), None)
+                if index is None:
+                    index, unmatched = unmatched, unmatched + 1
+                else:
+                    del events[index]
+                self._add(
+                    txid,
+                    index,
+                    address,
+                    "USDT" if contract == self.adapter.usdt_contract else "TOKEN",
+                    amount,
+                    height,
+                    item.get("block_timestamp", info.get("blockTimeStamp")),
+                    contract,
+                    failed=result != "SUCCESS",
+                )
+
+    def _info(self, txid: str) -> dict:
+        if txid not in self.infos:
+            payload = {"value": txid}
+            path = "/wallet/gettransactioninfobyid"
+            self.infos[txid] = self.adapter._post(self.client, path, payload)
+        return self.infos[txid]
+
+    def _add(
+        self,
+        txid: str,
+        index: int,
+        address: str,
+        asset: str,
+        amount: int,
+        height: int | None,
+        timestamp_ms: Any,
+        contract: str | None,
+        *,
+        failed: bool,
+    ) -> None:
+        self.transfers[(txid, index)] = ObservedTransfer(
+            network=TronAdapter.network,
+            txid=txid,
+            index=index,
+            address=address,
+            asset=asset,
+            amount_base=amount,
+            confirmations=max(self.tip - height + 1, 1) if height is not None else 0,
+            block_height=height,
+            block_time=_from_ms(timestamp_ms) if height is not None else None,
+            token_contract=contract,
+            failed=failed,
+            final=height is not None and height <= self.solidified,
+        )
+
+
+def _token_and_amount(item: dict) -> tuple[str, int]:
+    token = item.get("token_info")
+    contract = token.get("address") if isinstance(token, dict) else None
+    value = item.get("value")
+    if not isinstance(contract, str) or not isinstance(value, str) or not _DIGITS.fullmatch(value):
+        raise ChainError(f"TRC-20 item of {item.get('transaction_id')} has no contract or value")
+    return contract, int(value)
+
+
+def _transfer_events(info: dict) -> dict[int, tuple[str, str, int]]:
+    """Position in the transaction's logs -> (contract, recipient, amount) of each Transfer."""
+    events = {}
+    logs = info.get("log")
+    for position, log in enumerate(logs if isinstance(logs, list) else []):
+        topics = log.get("topics") if isinstance(log, dict) else None
+        if not isinstance(topics, list) or len(topics) != 3:
+            continue
+        if not all(isinstance(topic, str) for topic in topics):
+            continue
+        if topics[0].lower().removeprefix("0x") != TRANSFER_TOPIC:
+            continue
+        try:
+            contract = to_base58_address(str(log.get("address")))
+            recipient = to_base58_address(topics[2][-40:])
+            amount = int(str(log.get("data")).removeprefix("0x"), 16)
+        except ValueError:
+            continue
+        events[position] = (contract, recipient, amount)
+    return events
+
+
+def _from_ms(value: Any) -> datetime | None:
+    """Milliseconds since the epoch as an aware UTC datetime, without a float on the way."""
+    if not _is_int(value):
+        return None
+    return datetime.fromtimestamp(value // 1000, tz=UTC) + timedelta(milliseconds=value % 1000)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
