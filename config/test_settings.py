@@ -22,7 +22,7 @@ for _name in (
 os.environ.setdefault("KERNODECK_KRAKEN_URL", "http://127.0.0.1:9/")
 os.environ.setdefault("KERNODECK_COINGECKO_URL", "http://127.0.0.1:9/")
 
-from config.settings import *  # noqa: F403
+from config.settings import *  # noqa: E402, F403
 
 # Argon2 at its production cost makes every sign-in in the suite slow; the hasher and the
 # variant (argon2id) stay the same.

@@ -3,6 +3,7 @@ from django.urls import include, path
 
 from kernodeck.accounts import views as accounts_views
 from kernodeck.api.api import api
+from kernodeck.ledger import views as ledger_views
 from kernodeck.payments import views as payments_views
 
 admin.site.site_header = "Kernodeck back-office"
@@ -16,6 +17,12 @@ urlpatterns = [
     path("orders/", include("kernodeck.orders.urls")),
     path("orders/<str:reference>/pay/", payments_views.order_pay, name="order_pay"),
     path("payments/", include("kernodeck.payments.urls")),
+    path(
+        "orders/<str:reference>/pay-with-balance/",
+        ledger_views.pay_with_balance,
+        name="pay_with_balance",
+    ),
+    path("balance/", include("kernodeck.ledger.urls")),
     path("account/", include("kernodeck.accounts.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     # Operators sign in through the same throttled sign-in page as customers.

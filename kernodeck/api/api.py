@@ -13,6 +13,7 @@ from kernodeck.accounts.api import TokenAuth
 from kernodeck.accounts.api import router as accounts_router
 from kernodeck.catalog.api import router as catalog_router
 from kernodeck.core.errors import InvalidInput, ServiceError, Throttled
+from kernodeck.ledger.api import router as ledger_router
 from kernodeck.orders.api import router as orders_router
 from kernodeck.payments.api import router as payments_router
 
@@ -34,6 +35,7 @@ api.add_router("/auth", accounts_router)
 api.add_router("/", catalog_router)
 api.add_router("/", orders_router)
 api.add_router("/", payments_router)
+api.add_router("/", ledger_router)
 
 
 def _detail(request, message: str, status: int, headers: dict | None = None):

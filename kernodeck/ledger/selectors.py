@@ -50,3 +50,14 @@ def topup_get_for_owner(*, account, topup_id):
     if topup is None:
         raise NotFound(_("No top-up with this id on your account."))
     return topup
+
+
+def entry_cause(entry) -> str:
+    """A short text naming what caused an entry (order reference, top-up, payment)."""
+    if entry.order_id:
+        return f"order {entry.order.reference}"
+    if entry.topup_id:
+        return f"top-up {entry.topup_id}"
+    if entry.intent_id:
+        return f"payment {entry.intent_id}"
+    return "support"

@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.core.errors import NotFound, ServiceError
+from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.orders import selectors, services
 from kernodeck.payments import selectors as payment_selectors
 
@@ -85,6 +86,7 @@ def detail(request, reference):
             "live_intent": live,
             "methods": payment_selectors.methods_overview() if live is None else [],
             "declared": any(i.declared_at for i in intents),
+            "balance_available": ledger_selectors.balance_available(account=order.owner),
         },
     )
 

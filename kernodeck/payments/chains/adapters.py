@@ -3,6 +3,7 @@
 from django.conf import settings
 
 from kernodeck.payments import methods, registry
+from kernodeck.payments.models import PaymentMethod
 
 NETWORKS = ("bitcoin", "litecoin", "ethereum", "tron", "solana")
 
@@ -41,10 +42,16 @@ def adapter_for(network: str):
             for spec in methods.METHODS
             if spec.chain == "ethereum" and spec.token_contract
         }
+        # Rescan deep enough that every transfer reaches its required confirmations.
+        depth = max(
+            PaymentMethod.objects.filter(chain="ethereum").values_list("confirmations", flat=True),
+            default=12,
+        )
         return EthereumAdapter(
             url,
             token_contracts={asset: c for asset, c in contracts.items() if c},
             timeout=timeout,
+            rescan_depth=depth + 2,
         )
     if network == "tron":
         from kernodeck.payments.chains.tron import TronAdapter

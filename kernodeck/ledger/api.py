@@ -1,0 +1,95 @@
+"""Balance endpoints: balance, top-ups, paying an order from the balance."""
+
+from datetime import datetime
+
+from ninja import Router, Schema, Status
+
+from kernodeck.core.money import usd_str
+from kernodeck.ledger import selectors, services
+from kernodeck.orders import selectors as order_selectors
+from kernodeck.orders.api import OrderOut
+from kernodeck.payments.api import IntentOut, intent_out
+
+router = Router(tags=["balance"])
+
+
+class BalanceOut(Schema):
+    available_usd: str
+    pending_topups_usd: str
+
+
+class TopUpIn(Schema):
+    amount_usd: str
+    method: str
+
+
+class TopUpOut(Schema):
+    id: str
+    amount_usd: str
+    status: str
+    created_at: datetime
+    credited_at: datetime | None
+    payment: IntentOut | None
+
+
+class InsufficientOut(Schema):
+    detail: str
+    available_usd: str
+    needed_usd: str
+
+
+def topup_out(topup, intent=None) -> dict:
+    intent = (
+        intent or topup.intents.select_related("method", "order").order_by("-created_at").first()
+    )
+    return {
+        "id": str(topup.pk),
+        "amount_usd": usd_str(topup.amount_usd),
+        "status": topup.status,
+        "created_at": topup.created_at,
+        "credited_at": topup.credited_at,
+        "payment": intent_out(intent) if intent else None,
+    }
+
+
+@router.get("/balance", response=BalanceOut)
+def balance(request):
+    """Available balance; pending top-ups are shown apart and are not spendable."""
+    return {
+        "available_usd": usd_str(selectors.balance_available(account=request.auth)),
+        "pending_topups_usd": usd_str(selectors.topups_pending_usd(account=request.auth)),
+    }
+
+
+@router.post("/topups", response={201: TopUpOut})
+def topup_create(request, payload: TopUpIn):
+    """A top-up of exactly 100, 500, 2000 or 10000 USD, with its payment instructions."""
+    topup, intent = services.topup_create(
+        account=request.auth, amount_usd=payload.amount_usd, method_code=payload.method
+    )
+    return Status(201, topup_out(topup, intent))
+
+
+@router.get("/topups", response=list[TopUpOut])
+def topup_list(request):
+    return [topup_out(topup) for topup in selectors.topups_for(account=request.auth)]
+
+
+@router.post(
+    "/orders/{reference}/pay-with-balance", response={200: OrderOut, 409: InsufficientOut}
+)
+def pay_with_balance(request, reference: str):
+    """Charge the whole total to the available balance and settle the order (once)."""
+    order = order_selectors.order_get_for_owner(owner=request.auth, reference=reference)
+    try:
+        order, _entry = services.order_pay_with_balance(order=order, actor=request.auth)
+    except services.InsufficientBalance as exc:
+        return Status(
+            409,
+            {
+                "detail": exc.message,
+                "available_usd": usd_str(exc.available),
+                "needed_usd": usd_str(exc.needed),
+            },
+        )
+    return order

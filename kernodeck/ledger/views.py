@@ -1,0 +1,141 @@
+import csv
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from kernodeck.core.errors import NotFound, ServiceError
+from kernodeck.core.forms import add_service_error
+from kernodeck.ledger import selectors, services
+from kernodeck.ledger.forms import TopUpForm
+from kernodeck.orders import selectors as order_selectors
+from kernodeck.payments import selectors as payment_selectors
+
+ENTRIES_PER_PAGE = 25
+
+
+def _balance_page(request, form=None, status=200):
+    methods = payment_selectors.methods_overview()
+    page = Paginator(selectors.statement(account=request.user), ENTRIES_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    return render(
+        request,
+        "ledger/balance.html",
+        {
+            "available": selectors.balance_available(account=request.user),
+            "pending_usd": selectors.topups_pending_usd(account=request.user),
+            "pending": selectors.topups_pending(account=request.user),
+            "page": page,
+            "form": form or TopUpForm(methods=methods),
+            "methods": methods,
+        },
+        status=status,
+    )
+
+
+@login_required
+def balance(request):
+    return _balance_page(request)
+
+
+@login_required
+@require_POST
+def topup_create(request):
+    form = TopUpForm(request.POST, methods=payment_selectors.methods_overview())
+    if form.is_valid():
+        try:
+            _topup, intent = services.topup_create(
+                account=request.user,
+                amount_usd=form.cleaned_data["amount_usd"],
+                method_code=form.cleaned_data["method"],
+            )
+        except ServiceError as exc:
+            add_service_error(form, exc)
+        else:
+            return redirect("payments:detail", intent_id=intent.pk)
+    return _balance_page(request, form=form, status=422)
+
+
+def _owned_topup(request, topup_id):
+    try:
+        return selectors.topup_get_for_owner(account=request.user, topup_id=topup_id)
+    except NotFound:
+        raise Http404 from None
+
+
+@login_required
+def topup_detail(request, topup_id):
+    topup = _owned_topup(request, topup_id)
+    intents = list(topup.intents.select_related("method").order_by("-created_at"))
+    live = next((i for i in intents if payment_selectors.intent_is_live(i)), None)
+    return render(
+        request,
+        "ledger/topup.html",
+        {
+            "topup": topup,
+            "intents": intents,
+            "live_intent": live,
+            "methods": payment_selectors.methods_overview() if live is None else [],
+        },
+    )
+
+
+@login_required
+@require_POST
+def topup_pay(request, topup_id):
+    topup = _owned_topup(request, topup_id)
+    try:
+        intent = services.topup_new_instructions(
+            topup=topup, method_code=request.POST.get("method", ""), actor=request.user
+        )
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return redirect("ledger:topup", topup_id=topup.pk)
+    return redirect("payments:detail", intent_id=intent.pk)
+
+
+@login_required
+def statement_csv(request):
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="kernodeck-statement.csv"'
+    writer = csv.writer(response)
+    writer.writerow(
+        ["sequence", "date_utc", "kind", "amount_usd", "balance_after_usd", "cause", "memo"]
+    )
+    for entry in selectors.statement(account=request.user).order_by("sequence"):
+        writer.writerow(
+            [
+                entry.sequence,
+                entry.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                entry.kind,
+                f"{entry.amount_usd:.2f}",
+                f"{entry.balance_after_usd:.2f}",
+                selectors.entry_cause(entry),
+                entry.memo,
+            ]
+        )
+    return response
+
+
+@login_required
+@require_POST
+def pay_with_balance(request, reference):
+    try:
+        order = order_selectors.order_get_for_owner(owner=request.user, reference=reference)
+    except NotFound:
+        raise Http404 from None
+    try:
+        services.order_pay_with_balance(order=order, actor=request.user)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            _("Order %(reference)s is paid from your balance.") % {"reference": order.reference},
+        )
+    return redirect("orders:detail", reference=order.reference)

@@ -1,0 +1,163 @@
+import csv
+import io
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+
+from kernodeck.accounts import services as account_services
+from kernodeck.ledger import services
+from kernodeck.ledger.models import TopUp
+from tests.factories import make_offer, make_order, make_user
+from tests.ledger.helpers import funded_account, pay_topup
+
+pytestmark = pytest.mark.django_db
+EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
+
+
+@pytest.fixture
+def api(client):
+    user = make_user()
+    _token, raw = account_services.api_token_create(user=user, name="tests")
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {raw}"
+    client.user = user
+    return client
+
+
+def post(client, path, body=None):
+    return client.post(f"/api/v1{path}", body or {}, content_type="application/json")
+
+
+def test_balance_page_shows_available_and_pending_apart(client, configured, fresh_rates):
+    account = make_user()
+    funded_account(account, "50", make_user(staff=True))
+    services.topup_create(account=account, amount_usd="500", method_code="usdt-tron")
+    client.force_login(account)
+
+    page = client.get(reverse("ledger:balance"), **EN).content.decode()
+
+    assert '<p class="big-figure" id="balance-available">$50.00 USD</p>' in page
+    assert "Pending confirmation, not available yet" in page
+    assert "500.00 USD in top-ups waiting" in page
+
+
+def test_top_up_from_the_web_opens_its_payment_page(client, configured, fresh_rates):
+    account = make_user()
+    client.force_login(account)
+
+    response = client.post(
+        reverse("ledger:topup_create"), {"amount_usd": "100", "method": "usdt-tron"}
+    )
+
+    topup = TopUp.objects.get(account=account)
+    intent = topup.intents.get()
+    assert response.url == reverse("payments:detail", args=[intent.pk])
+    page = client.get(response.url, **EN).content.decode()
+    assert "Top-up of 100.00 USD" in page
+
+
+def test_unknown_top_up_amount_on_the_web_is_refused(client, configured, fresh_rates):
+    client.force_login(make_user())
+
+    response = client.post(
+        reverse("ledger:topup_create"), {"amount_usd": "150", "method": "usdt-tron"}
+    )
+
+    assert response.status_code == 422
+    assert not TopUp.objects.exists()
+
+
+def test_pay_with_balance_button_settles_the_order(client):
+    account = make_user()
+    funded_account(account, "100", make_user(staff=True))
+    order = make_order(
+        owner=account, offer=make_offer(prices={3: "32.40", 7: "73.33", 30: "275.40"})
+    )
+    client.force_login(account)
+
+    page = client.get(reverse("orders:detail", args=[order.reference]), **EN).content.decode()
+    assert "Pay 73.33 USD from my balance" in page
+    client.post(reverse("pay_with_balance", args=[order.reference]))
+
+    order.refresh_from_db()
+    assert order.payment_state == "settled"
+    statement = client.get(reverse("ledger:balance"), **EN).content.decode()
+    assert order.reference in statement
+
+
+def test_statement_csv_agrees_with_the_page_and_the_api(api, configured, fresh_rates):
+    account = api.user
+    _topup, intent = services.topup_create(
+        account=account, amount_usd="100", method_code="usdt-tron"
+    )
+    pay_topup(intent)
+    order = make_order(
+        owner=account, offer=make_offer(prices={3: "32.40", 7: "73.33", 30: "275.40"})
+    )
+    services.order_pay_with_balance(order=order, actor=account)
+    api.force_login(account)
+
+    rows = list(
+        csv.DictReader(io.StringIO(api.get(reverse("ledger:statement_csv")).content.decode()))
+    )
+    balance = api.get("/api/v1/balance").json()
+
+    assert [(r["kind"], r["amount_usd"], r["balance_after_usd"]) for r in rows] == [
+        ("topup_credit", "100.00", "100.00"),
+        ("order_charge", "-73.33", "26.67"),
+    ]
+    assert rows[1]["cause"] == f"order {order.reference}"
+    assert balance == {"available_usd": "26.67", "pending_topups_usd": "0.00"}
+
+
+def test_top_up_api(api, configured, fresh_rates):
+    created = post(api, "/topups", {"amount_usd": "2000", "method": "btc-bitcoin"})
+    refused = post(api, "/topups", {"amount_usd": "250", "method": "btc-bitcoin"})
+    listed = api.get("/api/v1/topups").json()
+    balance = api.get("/api/v1/balance").json()
+
+    assert created.status_code == 201
+    body = created.json()
+    assert (body["amount_usd"], body["status"]) == ("2000.00", "awaiting_payment")
+    assert body["payment"]["method"] == "btc-bitcoin"
+    assert refused.status_code == 422
+    assert (
+        refused.json()["detail"] == "amount_usd: Top-ups are exactly 100, 500, 2 000, 10 000 USD."
+    )
+    assert [t["id"] for t in listed] == [body["id"]]
+    assert balance == {"available_usd": "0.00", "pending_topups_usd": "2000.00"}
+
+
+def test_pay_with_balance_api_answers_409_with_available_and_needed(api):
+    order = make_order(owner=api.user)
+    funded_account(api.user, "10", make_user(staff=True))
+
+    refused = post(api, f"/orders/{order.reference}/pay-with-balance")
+
+    assert refused.status_code == 409
+    assert refused.json()["available_usd"] == "10.00"
+    assert refused.json()["needed_usd"] == f"{order.total_usd:.2f}"
+    funded_account(api.user, "1000", make_user(staff=True))
+    paid = post(api, f"/orders/{order.reference}/pay-with-balance")
+    again = post(api, f"/orders/{order.reference}/pay-with-balance")
+    assert paid.status_code == 200 and paid.json()["payment_state"] == "settled"
+    assert again.status_code == 200
+    assert (
+        api.get("/api/v1/balance").json()["available_usd"]
+        == f"{Decimal('1010') - order.total_usd:.2f}"
+    )
+
+
+def test_another_customers_top_up_is_404(client, configured, fresh_rates):
+    topup, _intent = services.topup_create(
+        account=make_user(), amount_usd="100", method_code="usdt-tron"
+    )
+    client.force_login(make_user())
+
+    assert client.get(reverse("ledger:topup", args=[topup.pk])).status_code == 404
+    assert (
+        client.post(
+            reverse("ledger:topup_pay", args=[topup.pk]), {"method": "trx-tron"}
+        ).status_code
+        == 404
+    )
