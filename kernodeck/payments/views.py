@@ -55,6 +55,7 @@ def _intent_context(intent):
         "intent": intent,
         "method": intent.method,
         "amount": uris.amount_text(intent.amount_units, intent.method.decimals),
+        "received": uris.amount_text(int(intent.received_base), intent.method.decimals),
         "live": selectors.intent_is_live(intent),
         "watched": selectors.is_watched(intent),
         "progress": selectors.intent_progress(intent),
