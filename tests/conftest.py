@@ -12,3 +12,16 @@ def _fresh_state():
     yield
     cache.clear()
     clock.freeze(None)
+
+
+@pytest.fixture
+def api(client):
+    """A test client that sends a bearer token of a fresh customer (`api.user`)."""
+    from kernodeck.accounts import services as account_services
+    from tests.factories import make_user
+
+    user = make_user()
+    _token, raw = account_services.api_token_create(user=user, name="tests")
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {raw}"
+    client.user = user
+    return client

@@ -58,3 +58,8 @@ def make_order(*, owner=None, offer=None, days=7, units=1, preparation="pytorch"
         units=units,
         preparation=preparation,
     )
+
+
+def api_post(client, path, body=None):
+    """POST JSON to /api/v1`path`."""
+    return client.post(f"/api/v1{path}", body or {}, content_type="application/json")

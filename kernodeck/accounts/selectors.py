@@ -12,3 +12,11 @@ def api_tokens_for(*, user: User):
 
 def ssh_keys_for(*, user: User):
     return SshKey.objects.filter(user=user)
+
+
+def api_token_get(*, user: User, token_id: int) -> ApiToken | None:
+    return ApiToken.objects.filter(user=user, pk=token_id).first()
+
+
+def ssh_key_get(*, user: User, key_id: int) -> SshKey | None:
+    return SshKey.objects.filter(user=user, pk=key_id).first()

@@ -16,7 +16,6 @@ from kernodeck.accounts.forms import (
     SignInForm,
     SshKeyForm,
 )
-from kernodeck.accounts.models import ApiToken, SshKey
 from kernodeck.accounts.sessions import IP_KEY, USER_AGENT_KEY
 from kernodeck.core.errors import ServiceError, Throttled
 from kernodeck.core.forms import add_service_error
@@ -184,7 +183,7 @@ def token_create(request):
 
 @login_required
 def token_revoke(request, token_id: int):
-    token = ApiToken.objects.filter(user=request.user, pk=token_id).first()
+    token = selectors.api_token_get(user=request.user, token_id=token_id)
     if token is None:
         return render(request, "errors/404.html", status=404)
     if request.method == "POST":
@@ -224,7 +223,7 @@ def ssh_key_add(request):
 
 @login_required
 def ssh_key_remove(request, key_id: int):
-    key = SshKey.objects.filter(user=request.user, pk=key_id).first()
+    key = selectors.ssh_key_get(user=request.user, key_id=key_id)
     if key is None:
         return render(request, "errors/404.html", status=404)
     if request.method == "POST":

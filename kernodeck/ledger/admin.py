@@ -1,10 +1,11 @@
 from django.contrib import admin
 
+from kernodeck.core.admin_mixins import ReadOnlyAdminMixin
 from kernodeck.ledger.models import LedgerEntry, TopUp
 
 
 @admin.register(LedgerEntry)
-class LedgerEntryAdmin(admin.ModelAdmin):
+class LedgerEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Read-only: the ledger is append-only. Adjustments go through the balance service."""
 
     list_display = [
@@ -20,30 +21,12 @@ class LedgerEntryAdmin(admin.ModelAdmin):
     search_fields = ["account__email", "memo", "order__reference"]
     date_hierarchy = "created_at"
 
-    def get_readonly_fields(self, request, obj=None):
-        return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
     def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
         return False
 
 
 @admin.register(TopUp)
-class TopUpAdmin(admin.ModelAdmin):
+class TopUpAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["id", "account", "amount_usd", "status", "created_at", "credited_at"]
     list_filter = ["status", "amount_usd"]
     search_fields = ["account__email", "id"]
-
-    def get_readonly_fields(self, request, obj=None):
-        return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

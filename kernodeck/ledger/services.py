@@ -17,6 +17,7 @@ from kernodeck.core.money import usd, usd_str
 from kernodeck.core.services import audit_record
 from kernodeck.ledger.models import TOPUP_AMOUNTS, EntryKind, LedgerEntry, TopUp, TopUpStatus
 from kernodeck.orders import locks as order_locks
+from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders import services as order_services
 from kernodeck.orders.models import PaymentState
 
@@ -128,11 +129,11 @@ def topup_new_instructions(*, topup: TopUp, method_code: str, actor):
         topup = TopUp.objects.select_for_update().get(pk=topup.pk)
         if topup.status != TopUpStatus.AWAITING_PAYMENT:
             raise Conflict(_("This top-up is already credited."))
-        live = [i for i in topup.intents.all() if payment_selectors.intent_is_live(i)]
-        if live:
+        live = payment_selectors.live_intent(topup.intents.all())
+        if live is not None:
             raise Conflict(
                 _("This top-up already has payment instructions valid until %(until)s UTC.")
-                % {"until": live[0].expires_at.strftime("%Y-%m-%d %H:%M")}
+                % {"until": live.expires_at.strftime("%Y-%m-%d %H:%M")}
             )
         return payment_services.payment_intent_create(
             owner=topup.account,
@@ -197,14 +198,7 @@ def order_pay_with_balance(*, order, actor):
         existing = _existing(EntryKind.ORDER_CHARGE, order=order)
         if existing is not None:
             return order, existing
-        if order.payment_state != PaymentState.AWAITING_PAYMENT:
-            raise Conflict(
-                _("Order %(reference)s is %(state)s and cannot be paid.")
-                % {
-                    "reference": order.reference,
-                    "state": order.get_payment_state_display().lower(),
-                }
-            )
+        order_selectors.order_check_payable(order)
         try:
             with transaction.atomic():
                 entry, _created = _append(

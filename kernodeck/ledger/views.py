@@ -72,7 +72,7 @@ def _owned_topup(request, topup_id):
 def topup_detail(request, topup_id):
     topup = _owned_topup(request, topup_id)
     intents = list(topup.intents.select_related("method").order_by("-created_at"))
-    live = next((i for i in intents if payment_selectors.intent_is_live(i)), None)
+    live = payment_selectors.live_intent(intents)
     return render(
         request,
         "ledger/topup.html",

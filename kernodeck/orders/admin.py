@@ -1,10 +1,11 @@
 from django.contrib import admin
 
+from kernodeck.core.admin_mixins import ReadOnlyAdminMixin
 from kernodeck.orders.models import Order
 
 
 @admin.register(Order)
-class OrderAdmin(admin.ModelAdmin):
+class OrderAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Operators see every order. Changes go through services (later issues), not edits."""
 
     list_display = [
@@ -22,12 +23,3 @@ class OrderAdmin(admin.ModelAdmin):
     search_fields = ["reference", "owner__email"]
     date_hierarchy = "created_at"
     list_select_related = ["owner"]
-
-    def get_readonly_fields(self, request, obj=None):
-        return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -6,7 +6,7 @@ from kernodeck.catalog.quotes import Quote, quote
 from kernodeck.core.errors import Conflict, NotFound
 from kernodeck.core.selectors import audit_events_for
 from kernodeck.orders import capacity
-from kernodeck.orders.models import Order
+from kernodeck.orders.models import Order, PaymentState
 
 
 def not_enough_units_message(*, available: int, gpu_model: str) -> str:
@@ -43,6 +43,18 @@ def configuration_quote(*, offer, days, units, preparation) -> Quote:
     """Quote a configuration given by the offer's slug (configurator, API, orders)."""
     offer_obj = catalog_selectors.offer_get_active(slug=offer)
     return offer_quote(offer_obj=offer_obj, days=days, units=units, preparation=preparation)
+
+
+def order_check_payable(order: Order) -> None:
+    """Refuse (Conflict) unless the order is waiting for payment."""
+    if order.payment_state != PaymentState.AWAITING_PAYMENT:
+        raise Conflict(
+            _("Order %(reference)s is %(state)s and cannot be paid.")
+            % {
+                "reference": order.reference,
+                "state": order.get_payment_state_display().lower(),
+            }
+        )
 
 
 def orders_for(*, owner):

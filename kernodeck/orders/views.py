@@ -75,7 +75,7 @@ def order_list(request):
 def detail(request, reference):
     order = _owned_order(request, reference)
     intents = list(payment_selectors.intents_for_order(order=order))
-    live = next((i for i in intents if payment_selectors.intent_is_live(i)), None)
+    live = payment_selectors.live_intent(intents)
     return render(
         request,
         "orders/detail.html",

@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib import admin
 
+from kernodeck.core.admin_mixins import ReadOnlyAdminMixin
 from kernodeck.payments import registry, selectors, services
 from kernodeck.payments.models import ChainState, PaymentIntent, PaymentMethod, Rate, Transfer
 from kernodeck.payments.rates.base import ASSETS
@@ -81,7 +82,7 @@ class RateAdmin(admin.ModelAdmin):
 
 
 @admin.register(PaymentIntent)
-class PaymentIntentAdmin(admin.ModelAdmin):
+class PaymentIntentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = [
         "id",
         "method",
@@ -100,18 +101,9 @@ class PaymentIntentAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     list_select_related = ["method", "order", "owner"]
 
-    def get_readonly_fields(self, request, obj=None):
-        return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(Transfer)
-class TransferAdmin(admin.ModelAdmin):
+class TransferAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Every credit seen at our addresses. Read-only: decisions go through the review queue."""
 
     list_display = [
@@ -129,18 +121,9 @@ class TransferAdmin(admin.ModelAdmin):
     search_fields = ["txid", "address", "intent__id"]
     date_hierarchy = "first_seen_at"
 
-    def get_readonly_fields(self, request, obj=None):
-        return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(ChainState)
-class ChainStateAdmin(admin.ModelAdmin):
+class ChainStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = [
         "network",
         "tip",
@@ -149,9 +132,3 @@ class ChainStateAdmin(admin.ModelAdmin):
         "last_error_at",
         "last_error",
     ]
-
-    def get_readonly_fields(self, request, obj=None):
-        return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request):
-        return False

@@ -86,6 +86,11 @@ def intent_is_live(intent: PaymentIntent) -> bool:
     )
 
 
+def live_intent(intents) -> PaymentIntent | None:
+    """The one instructions among `intents` that can still be paid, if any."""
+    return next((intent for intent in intents if intent_is_live(intent)), None)
+
+
 def intents_for_order(*, order):
     return (
         PaymentIntent.objects.filter(order=order).select_related("method").order_by("-created_at")

@@ -12,8 +12,8 @@ from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput, Unavailable
 from kernodeck.core.services import audit_record
 from kernodeck.orders import locks as order_locks
+from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders import services as order_services
-from kernodeck.orders.models import PaymentState
 from kernodeck.payments import locks, methods, registry, selectors, uris
 from kernodeck.payments.amounts import crypto_amount
 from kernodeck.payments.models import (
@@ -261,26 +261,12 @@ def payment_intent_create(
     return intent
 
 
-def _live_intent(order):
-    for intent in selectors.intents_for_order(order=order):
-        if selectors.intent_is_live(intent):
-            return intent
-    return None
-
-
 def payment_intent_create_for_order(*, order, method_code: str, actor) -> PaymentIntent:
     """New instructions for an order; refuses when it is not payable or already has some."""
     with transaction.atomic():
         order = order_locks.lock_order(order.pk)
-        if order.payment_state != PaymentState.AWAITING_PAYMENT:
-            raise Conflict(
-                _("Order %(reference)s is %(state)s and cannot be paid.")
-                % {
-                    "reference": order.reference,
-                    "state": order.get_payment_state_display().lower(),
-                }
-            )
-        live = _live_intent(order)
+        order_selectors.order_check_payable(order)
+        live = selectors.live_intent(selectors.intents_for_order(order=order))
         if live is not None:
             raise Conflict(
                 _(

@@ -1,24 +1,9 @@
 import pytest
 
-from kernodeck.accounts import services as account_services
 from kernodeck.orders.models import Order
-from tests.factories import make_offer, make_order, make_user
+from tests.factories import api_post, make_offer, make_order
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def api(client):
-    """A client with a bearer token for a fresh customer."""
-    user = make_user()
-    _token, raw = account_services.api_token_create(user=user, name="tests")
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {raw}"
-    client.user = user
-    return client
-
-
-def post(client, path, body=None):
-    return client.post(f"/api/v1{path}", body or {}, content_type="application/json")
 
 
 def test_offers_are_public_with_prices_as_decimal_strings(client):
@@ -44,7 +29,7 @@ def test_offers_are_public_with_prices_as_decimal_strings(client):
 def test_quote_matches_the_configurator(client):
     make_offer(slug="b200", gpus_per_unit=2, prices={3: "936.00", 7: "2118.48", 30: "7956.00"})
 
-    response = post(
+    response = api_post(
         client, "/quotes", {"offer": "b200", "days": 7, "units": 2, "preparation": "pytorch"}
     )
 
@@ -77,7 +62,7 @@ def test_quote_validation_answers_422_naming_the_field(client, body, detail):
     make_offer(slug="h100")
     payload = {"offer": "h100", "days": 7, "units": 1, "preparation": "python", **body}
 
-    response = post(client, "/quotes", payload)
+    response = api_post(client, "/quotes", payload)
 
     assert response.status_code == 422
     assert response.json() == {"detail": detail}
@@ -86,7 +71,7 @@ def test_quote_validation_answers_422_naming_the_field(client, body, detail):
 def test_order_create_needs_a_token(client):
     make_offer(slug="h100")
 
-    response = post(
+    response = api_post(
         client, "/orders", {"offer": "h100", "days": 7, "units": 1, "preparation": "python"}
     )
 
@@ -97,13 +82,13 @@ def test_order_create_needs_a_token(client):
 def test_order_lifecycle_through_the_api(api):
     make_offer(slug="h100")
 
-    created = post(
+    created = api_post(
         api, "/orders", {"offer": "h100", "days": 30, "units": 2, "preparation": "python"}
     )
     reference = created.json()["reference"]
     listed = api.get("/api/v1/orders").json()
     shown = api.get(f"/api/v1/orders/{reference}").json()
-    cancelled = post(api, f"/orders/{reference}/cancel")
+    cancelled = api_post(api, f"/orders/{reference}/cancel")
 
     assert created.status_code == 201
     assert created.json()["total_usd"] == "1600.00"
@@ -116,7 +101,7 @@ def test_order_lifecycle_through_the_api(api):
 def test_not_enough_units_answers_409(api):
     make_offer(slug="h100", units_total=1)
 
-    response = post(
+    response = api_post(
         api, "/orders", {"offer": "h100", "days": 7, "units": 2, "preparation": "python"}
     )
 
@@ -128,7 +113,7 @@ def test_another_customers_order_is_404_in_the_api(api):
     foreign = make_order()
 
     shown = api.get(f"/api/v1/orders/{foreign.reference}")
-    cancel = post(api, f"/orders/{foreign.reference}/cancel")
+    cancel = api_post(api, f"/orders/{foreign.reference}/cancel")
 
     assert (shown.status_code, cancel.status_code) == (404, 404)
     assert shown.json() == {"detail": "No order with this reference on your account."}
@@ -141,6 +126,6 @@ def test_settled_order_cannot_be_cancelled_through_the_api(api):
     order = make_order(owner=api.user)
     Order.objects.filter(pk=order.pk).update(payment_state="settled")
 
-    response = post(api, f"/orders/{order.reference}/cancel")
+    response = api_post(api, f"/orders/{order.reference}/cancel")
 
     assert response.status_code == 409

@@ -5,27 +5,13 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from kernodeck.accounts import services as account_services
 from kernodeck.ledger import services
 from kernodeck.ledger.models import TopUp
-from tests.factories import make_offer, make_order, make_user
+from tests.factories import api_post, make_offer, make_order, make_user
 from tests.ledger.helpers import funded_account, pay_topup
 
 pytestmark = pytest.mark.django_db
 EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
-
-
-@pytest.fixture
-def api(client):
-    user = make_user()
-    _token, raw = account_services.api_token_create(user=user, name="tests")
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {raw}"
-    client.user = user
-    return client
-
-
-def post(client, path, body=None):
-    return client.post(f"/api/v1{path}", body or {}, content_type="application/json")
 
 
 def test_balance_page_shows_available_and_pending_apart(client, configured, fresh_rates):
@@ -111,8 +97,8 @@ def test_statement_csv_agrees_with_the_page_and_the_api(api, configured, fresh_r
 
 
 def test_top_up_api(api, configured, fresh_rates):
-    created = post(api, "/topups", {"amount_usd": "2000", "method": "btc-bitcoin"})
-    refused = post(api, "/topups", {"amount_usd": "250", "method": "btc-bitcoin"})
+    created = api_post(api, "/topups", {"amount_usd": "2000", "method": "btc-bitcoin"})
+    refused = api_post(api, "/topups", {"amount_usd": "250", "method": "btc-bitcoin"})
     listed = api.get("/api/v1/topups").json()
     balance = api.get("/api/v1/balance").json()
 
@@ -132,14 +118,14 @@ def test_pay_with_balance_api_answers_409_with_available_and_needed(api):
     order = make_order(owner=api.user)
     funded_account(api.user, "10", make_user(staff=True))
 
-    refused = post(api, f"/orders/{order.reference}/pay-with-balance")
+    refused = api_post(api, f"/orders/{order.reference}/pay-with-balance")
 
     assert refused.status_code == 409
     assert refused.json()["available_usd"] == "10.00"
     assert refused.json()["needed_usd"] == f"{order.total_usd:.2f}"
     funded_account(api.user, "1000", make_user(staff=True))
-    paid = post(api, f"/orders/{order.reference}/pay-with-balance")
-    again = post(api, f"/orders/{order.reference}/pay-with-balance")
+    paid = api_post(api, f"/orders/{order.reference}/pay-with-balance")
+    again = api_post(api, f"/orders/{order.reference}/pay-with-balance")
     assert paid.status_code == 200 and paid.json()["payment_state"] == "settled"
     assert again.status_code == 200
     assert (

@@ -1,23 +1,9 @@
 import pytest
 
-from kernodeck.accounts import services as account_services
 from kernodeck.payments.models import PaymentIntent, PaymentMethod
-from tests.factories import make_offer, make_order, make_user
+from tests.factories import api_post, make_offer, make_order
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def api(client):
-    user = make_user()
-    _token, raw = account_services.api_token_create(user=user, name="tests")
-    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {raw}"
-    client.user = user
-    return client
-
-
-def post(client, path, body=None):
-    return client.post(f"/api/v1{path}", body or {}, content_type="application/json")
 
 
 def test_payment_methods_say_which_are_available(client, configured, fresh_rates, settings):
@@ -43,11 +29,11 @@ def test_create_declare_and_cancel_through_the_api(api, configured, fresh_rates)
         owner=api.user, offer=make_offer(prices={3: "100.00", 7: "210.00", 30: "800.00"})
     )
 
-    created = post(api, f"/orders/{order.reference}/payments", {"method": "usdt-tron"})
+    created = api_post(api, f"/orders/{order.reference}/payments", {"method": "usdt-tron"})
     body = created.json()
-    declared = post(api, f"/payments/{body['id']}/declare").json()
-    again = post(api, f"/payments/{body['id']}/declare").json()
-    cancelled = post(api, f"/payments/{body['id']}/cancel").json()
+    declared = api_post(api, f"/payments/{body['id']}/declare").json()
+    again = api_post(api, f"/payments/{body['id']}/declare").json()
+    cancelled = api_post(api, f"/payments/{body['id']}/cancel").json()
     shown = api.get(f"/api/v1/orders/{order.reference}").json()
 
     assert created.status_code == 201
@@ -68,12 +54,12 @@ def test_live_instructions_answer_409_and_stale_rate_503(api, configured, fresh_
     from kernodeck.core import clock
 
     order = make_order(owner=api.user)
-    post(api, f"/orders/{order.reference}/payments", {"method": "btc-bitcoin"})
+    api_post(api, f"/orders/{order.reference}/payments", {"method": "btc-bitcoin"})
 
-    second = post(api, f"/orders/{order.reference}/payments", {"method": "btc-bitcoin"})
+    second = api_post(api, f"/orders/{order.reference}/payments", {"method": "btc-bitcoin"})
     other = make_order(owner=api.user)
     clock.freeze(clock.now() + timedelta(hours=1))
-    stale = post(api, f"/orders/{other.reference}/payments", {"method": "eth-ethereum"})
+    stale = api_post(api, f"/orders/{other.reference}/payments", {"method": "eth-ethereum"})
 
     assert (
         second.status_code == 409 and "already has payment instructions" in second.json()["detail"]
@@ -85,7 +71,7 @@ def test_live_instructions_answer_409_and_stale_rate_503(api, configured, fresh_
 def test_unknown_method_answers_422_naming_the_field(api, configured, fresh_rates):
     order = make_order(owner=api.user)
 
-    response = post(api, f"/orders/{order.reference}/payments", {"method": "doge-dogecoin"})
+    response = api_post(api, f"/orders/{order.reference}/payments", {"method": "doge-dogecoin"})
 
     assert response.status_code == 422
     assert response.json()["detail"].startswith("method: Unknown payment method")
@@ -100,10 +86,10 @@ def test_another_customers_payment_is_404(api, configured, fresh_rates):
     )
 
     assert api.get(f"/api/v1/payments/{foreign.pk}").status_code == 404
-    assert post(api, f"/payments/{foreign.pk}/declare").status_code == 404
-    assert post(api, f"/payments/{foreign.pk}/cancel").status_code == 404
+    assert api_post(api, f"/payments/{foreign.pk}/declare").status_code == 404
+    assert api_post(api, f"/payments/{foreign.pk}/cancel").status_code == 404
     assert (
-        post(
+        api_post(
             api, f"/orders/{foreign_order.reference}/payments", {"method": "ltc-litecoin"}
         ).status_code
         == 404

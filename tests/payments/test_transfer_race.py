@@ -43,7 +43,7 @@ def test_two_passes_racing_on_one_transfer_store_it_once_and_settle_once(configu
             start.wait()
             watching.transfer_record(seen, intent=intent)
             watching.payment_intent_reconcile(intent_id=intent.pk)
-        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+        except Exception as exc:
             errors.append(exc)
         finally:
             connections.close_all()
