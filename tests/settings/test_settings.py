@@ -60,3 +60,17 @@ def test_production_hashes_passwords_with_argon2_first():
     from config import settings as production
 
     assert production.PASSWORD_HASHERS[0] == "django.contrib.auth.hashers.Argon2PasswordHasher"
+
+
+def test_a_private_extended_key_stops_the_process_at_start_up(tmp_path):
+    # BIP32 test vector 1's master private key: public knowledge, never a real wallet.
+    xprv = (
+        "xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPG"
+        "JxWUtg6LnF5kejMRNNU3TGtRBeJgk33yuGBxrMPHi"
+    )
+    result = run_kernodeck(tmp_path, "check", KERNODECK_DEBUG="1", KERNODECK_XPUB_BITCOIN=xprv)
+
+    assert result.returncode == 2
+    assert "private" in result.stderr.lower()
+    assert xprv not in result.stderr
+    assert "Traceback" not in result.stderr
