@@ -83,6 +83,16 @@ def classify(observed, intent: PaymentIntent | None, *, seen_at) -> str:
     return TransferKind.LATE if seen_at > intent.expires_at else TransferKind.MATCHED
 
 
+def _closed(intent: PaymentIntent | None) -> bool:
+    """Allocated or decided by an operator (read fresh: the watcher's copy may be old)."""
+    if intent is None:
+        return False
+    status, resolution = PaymentIntent.objects.values_list("status", "resolution").get(
+        pk=intent.pk
+    )
+    return status == IntentStatus.ALLOCATED or bool(resolution)
+
+
 def transfer_record(observed: ObservedTransfer, *, intent, recorded_by=None) -> Transfer:
     """Store one observed transfer, or update the stored one. Never counts it twice."""
     now = clock.now()
@@ -114,6 +124,10 @@ def transfer_record(observed: ObservedTransfer, *, intent, recorded_by=None) -> 
                         kind=TransferKind.UNALLOCATED,
                     )
                     transfer.kind = classify(observed, intent, seen_at=transfer.seen_at)
+                    if transfer.kind in COUNTED_KINDS and _closed(intent):
+                        # Money arriving after the payment was settled or decided: never
+                        # counted automatically, always shown to an operator.
+                        transfer.kind = TransferKind.UNALLOCATED
                     transfer.save(force_insert=True)
                     audit_record(
                         action="payment.transfer_seen",
@@ -136,7 +150,9 @@ def transfer_record(observed: ObservedTransfer, *, intent, recorded_by=None) -> 
         transfer.disappeared_at = None
         if transfer.intent_id is None and intent is not None:
             transfer.intent = intent
-        transfer.kind = classify(observed, transfer.intent, seen_at=transfer.seen_at)
+        if not _closed(transfer.intent):
+            # A closed payment's transfers keep the kind they had when it closed.
+            transfer.kind = classify(observed, transfer.intent, seen_at=transfer.seen_at)
         transfer.save()
     return transfer
 

@@ -277,3 +277,24 @@ def test_declaring_asks_for_an_early_pass(
     paths = [request.path for request in esplora.requests]
     assert f"/address/{intent.address}/txs" in paths
     assert PaymentIntent.objects.get(pk=intent.pk).rescan_requested_at is None
+
+
+def test_money_arriving_after_settlement_goes_to_review_not_to_the_order(configured, fresh_rates):
+    from kernodeck.payments import review_selectors
+
+    order = make_order()
+    intent = services.payment_intent_create_for_order(
+        order=order, method_code="usdt-tron", actor=order.owner
+    )
+    watching.transfer_record(observed(intent), intent=intent)
+    watching.payment_intent_reconcile(intent_id=intent.pk)
+
+    second = watching.transfer_record(observed(intent, txid="f1" * 32), intent=intent)
+    first = watching.transfer_record(observed(intent, confirmations=99), intent=intent)
+    watching.payment_intent_reconcile(intent_id=intent.pk)
+
+    intent.refresh_from_db()
+    assert intent.status == IntentStatus.ALLOCATED
+    assert (first.kind, second.kind) == (TransferKind.MATCHED, TransferKind.UNALLOCATED)
+    assert list(review_selectors.review_transfers()) == [second]
+    assert AuditEvent.objects.filter(action="order.settled").count() == 1
