@@ -298,3 +298,13 @@ def test_money_arriving_after_settlement_goes_to_review_not_to_the_order(configu
     assert (first.kind, second.kind) == (TransferKind.MATCHED, TransferKind.UNALLOCATED)
     assert list(review_selectors.review_transfers()) == [second]
     assert AuditEvent.objects.filter(action="order.settled").count() == 1
+
+
+def test_health_is_checked_even_with_nothing_to_watch(configured, esplora):
+    esplora.route("GET", "/blocks/tip/height", body="800123", content_type="text/plain")
+    watching.watch_network("bitcoin")
+    assert ChainState.objects.get(network="bitcoin").tip == 800123
+
+    esplora.route("GET", "/blocks/tip/height", status=500, body="down")
+    watching.watch_network("bitcoin")
+    assert "500" in ChainState.objects.get(network="bitcoin").last_error
