@@ -100,6 +100,7 @@ def topup_create(*, account, amount_usd, method_code: str):
     from kernodeck.payments.models import Purpose
 
     amount = _parse_topup_amount(amount_usd)
+    payment_services.instructions_prepare(method_code)  # refusals before anything is written
     with transaction.atomic():
         topup = TopUp.objects.create(account=account, amount_usd=amount, created_at=clock.now())
         audit_record(
@@ -125,6 +126,7 @@ def topup_new_instructions(*, topup: TopUp, method_code: str, actor):
     from kernodeck.payments import services as payment_services
     from kernodeck.payments.models import Purpose
 
+    payment_services.instructions_prepare(method_code)  # refusals and rates before the lock
     with transaction.atomic():
         topup = TopUp.objects.select_for_update().get(pk=topup.pk)
         if topup.status != TopUpStatus.AWAITING_PAYMENT:

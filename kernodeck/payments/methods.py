@@ -75,3 +75,8 @@ def spec(code: str) -> MethodSpec:
 def token_contract(code: str, *, testnet: bool) -> str | None:
     method = BY_CODE[code]
     return method.token_contract[testnet] if method.token_contract else None
+
+
+def missing_contract(code: str, *, testnet: bool) -> bool:
+    """A token method with no known contract on this network (e.g. USDT on testnets)."""
+    return bool(BY_CODE[code].token_contract) and token_contract(code, testnet=testnet) is None

@@ -7,7 +7,8 @@ from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
 from kernodeck.core.errors import NotFound
-from kernodeck.payments import registry
+from kernodeck.payments import methods, registry
+from kernodeck.payments.chains.adapters import NETWORKS, configured_networks
 from kernodeck.payments.models import (
     OPEN_STATUSES,
     ChainState,
@@ -27,14 +28,6 @@ def rate_current(asset: str) -> Rate | None:
     )
 
 
-def rates_latest():
-    """The newest rate of every asset, fresh or not (for the back-office)."""
-    latest = {}
-    for rate in Rate.objects.order_by("asset", "-fetched_at", "-id"):
-        latest.setdefault(rate.asset, rate)
-    return list(latest.values())
-
-
 @dataclass(frozen=True)
 class MethodAvailability:
     method: PaymentMethod
@@ -47,11 +40,8 @@ def method_availability(method: PaymentMethod) -> MethodAvailability:
         return MethodAvailability(method, False, _("Not offered at the moment."))
     if method.chain not in registry.configured_wallets():
         return MethodAvailability(method, False, _("Not configured on this site."))
-    if method.code in {"usdt-ethereum", "usdt-tron"} and registry.testnet():
-        from kernodeck.payments.methods import token_contract
-
-        if token_contract(method.code, testnet=True) is None:
-            return MethodAvailability(method, False, _("Not available in test-network mode."))
+    if methods.missing_contract(method.code, testnet=registry.testnet()):
+        return MethodAvailability(method, False, _("Not available in test-network mode."))
     if not network_healthy(method.chain):
         return MethodAvailability(
             method,
@@ -89,6 +79,11 @@ def intent_is_live(intent: PaymentIntent) -> bool:
 def live_intent(intents) -> PaymentIntent | None:
     """The one instructions among `intents` that can still be paid, if any."""
     return next((intent for intent in intents if intent_is_live(intent)), None)
+
+
+def declared_intents(*, order) -> list[PaymentIntent]:
+    """The order's instructions the customer said they paid ("He pagado")."""
+    return [intent for intent in intents_for_order(order=order) if intent.declared_at]
 
 
 def intents_for_order(*, order):
@@ -135,8 +130,6 @@ HEALTHY_WITHIN = timedelta(minutes=10)
 
 def network_healthy(network: str) -> bool:
     """False when the watcher of a configured network has not had a good answer lately."""
-    from kernodeck.payments.chains.adapters import configured_networks
-
     if network not in configured_networks():
         return True
     state = ChainState.objects.filter(network=network).first()
@@ -146,8 +139,6 @@ def network_healthy(network: str) -> bool:
 
 
 def chain_states():
-    from kernodeck.payments.chains.adapters import NETWORKS, configured_networks
-
     states = {state.network: state for state in ChainState.objects.all()}
     configured = set(configured_networks())
     return [

@@ -152,7 +152,16 @@ def _usable_method(code: str) -> PaymentMethod:
             _("%(method)s is not configured on this site; choose another method.")
             % {"method": method}
         )
+    if methods.missing_contract(method.code, testnet=registry.testnet()):
+        raise Conflict(_("%(method)s is not available in test-network mode.") % {"method": method})
     return method
+
+
+def instructions_prepare(method_code: str) -> tuple[PaymentMethod, Rate]:
+    """The usable method and a fresh rate, or the refusal. Call it before taking any lock:
+    in demo mode it may fetch a rate (demo rates answer on demand)."""
+    method = _usable_method(method_code)
+    return method, rate_for_instructions(method.asset)
 
 
 def _unique_solana_amount(amount: int) -> int:
@@ -182,15 +191,13 @@ def payment_intent_create(
 ) -> PaymentIntent:
     """Create instructions: a new address (never reused), the exact amount, an expiry.
 
-    The caller holds the lock of what is being paid (order or top-up) when it matters.
+    The caller holds the lock of what is being paid (order or top-up) when it matters, and
+    calls `instructions_prepare` before taking it.
     """
-    method = _usable_method(method_code)
-    rate = rate_for_instructions(method.asset)
+    method, rate = instructions_prepare(method_code)
     wallet = registry.configured_wallets()[method.chain]
     testnet = registry.testnet()
     contract = methods.token_contract(method.code, testnet=testnet)
-    if method.code in {"usdt-ethereum", "usdc-ethereum", "usdt-tron"} and contract is None:
-        raise Conflict(_("%(method)s is not available in test-network mode.") % {"method": method})
 
     now = clock.now()
     amount = crypto_amount(
@@ -263,6 +270,7 @@ def payment_intent_create(
 
 def payment_intent_create_for_order(*, order, method_code: str, actor) -> PaymentIntent:
     """New instructions for an order; refuses when it is not payable or already has some."""
+    instructions_prepare(method_code)  # refusals and any rate fetch before the lock
     with transaction.atomic():
         order = order_locks.lock_order(order.pk)
         order_selectors.order_check_payable(order)

@@ -20,10 +20,6 @@ def _owned_intent(request, intent_id):
         raise Http404 from None
 
 
-def _declared_intents(order):
-    return [i for i in selectors.intents_for_order(order=order) if i.declared_at]
-
-
 @login_required
 @require_POST
 def order_pay(request, reference):
@@ -33,7 +29,7 @@ def order_pay(request, reference):
     except NotFound:
         raise Http404 from None
     method_code = request.POST.get("method", "")
-    declared = _declared_intents(order)
+    declared = selectors.declared_intents(order=order)
     if declared and request.POST.get("second_transfer_understood") != "yes":
         return render(
             request,

@@ -334,14 +334,3 @@ def watch_all() -> list[dict]:
     reports = [watch_network(network) for network in configured_networks()]
     payment_intents_expire()
     return reports
-
-
-def rescans_due() -> list[str]:
-    """Networks where a customer pressed "I have paid" since the last pass."""
-    return list(
-        PaymentIntent.objects.filter(
-            rescan_requested_at__isnull=False, monitor_until__gt=clock.now()
-        )
-        .values_list("chain", flat=True)
-        .distinct()
-    )
