@@ -25,7 +25,18 @@ class Command(BaseCommand):
 
         command = [sys.executable, "-m", "kernodeck"]
         children = [
-            subprocess.Popen([*command, "runserver", f"{DEMO_HOST}:{port}", "--noreload"]),
+            # The production server, so the demo behaves (and performs) like a real shop.
+            subprocess.Popen(
+                [
+                    *command,
+                    "serve",
+                    "--bind",
+                    f"{DEMO_HOST}:{port}",
+                    "--workers",
+                    "2",
+                    "--no-access-log",
+                ]
+            ),
             subprocess.Popen([*command, "worker"]),
         ]
         url = f"http://{DEMO_HOST}:{port}/"

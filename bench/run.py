@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Kernodeck's benchmark: the production server under load, side by side with a trivial view.
+
+    python3 bench/run.py [--duration 10] [--connections 16] [--orders 100]
+
+Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres), Redis on 127.0.0.1:6379 and
+Debian's `wrk`; uses ./.venv (run `python3 dev.py test --version` once to create it). It
+creates a scratch database `kernodeck_bench`, seeds it, starts `kernodeck serve`, loads each
+endpoint with wrk over loopback and prints req/s, p50, p99, queries per request and the
+ratio to the trivial JSON view measured in the same run, then memory per web process.
+Every figure is from this run on this machine; nothing is remembered between runs.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = ROOT / ".venv" / "bin" / "python"
+DATABASE = "kernodeck_bench"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def environment(port: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNODECK_")}
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "bench.settings",
+            "PYTHONPATH": str(ROOT),
+            "KERNODECK_DEMO": "1",
+            "KERNODECK_SECRET_KEY": "bench-" + "k" * 60,
+            "KERNODECK_HTTPS": "off",
+            "KERNODECK_ALLOWED_HOSTS": "127.0.0.1",
+            "KERNODECK_DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{DATABASE}",
+            "KERNODECK_REDIS_URL": "redis://127.0.0.1:6379/14",
+            "KERNODECK_THROTTLE": "off",
+            "KERNODECK_VAR_DIR": tempfile.mkdtemp(prefix="kernodeck-bench-"),
+            "KERNODECK_LOG_LEVEL": "WARNING",
+        }
+    )
+    return env
+
+
+def run(args, env, **kwargs):
+    return subprocess.run(args, env=env, cwd=ROOT, check=True, **kwargs)
+
+
+def prepare_database(env, orders: int) -> dict:
+    psql = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc"]
+    run([*psql, f"DROP DATABASE IF EXISTS {DATABASE}"], env)
+    run([*psql, f"CREATE DATABASE {DATABASE}"], env)
+    run(["redis-cli", "-n", "14", "FLUSHDB"], env, stdout=subprocess.DEVNULL)
+    run([str(PYTHON), "-m", "kernodeck", "migrate", "-v", "0"], env)
+    out = run([str(PYTHON), "bench/seed.py", str(orders)], env, stdout=subprocess.PIPE, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def start_server(env, port: int, workers: int) -> subprocess.Popen:
+    server = subprocess.Popen(
+        [
+            str(PYTHON),
+            "-m",
+            "kernodeck",
+            "serve",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--no-access-log",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2):
+                return server
+        except OSError:
+            time.sleep(0.3)
+    server.kill()
+    sys.exit("the server did not become ready within 60 s")
+
+
+def wrk(url: str, *, duration: int, connections: int, script: str | None = None) -> dict:
+    args = ["wrk", "--latency", "-t", "2", "-c", str(connections), "-d", f"{duration}s"]
+    if script:
+        args += ["-s", script]
+    out = subprocess.run([*args, url], capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+
+    def percentile(name):
+        match = re.search(rf"^\s+{name}%\s+([\d.]+)(us|ms|s)\s*$", out, re.MULTILINE)
+        value, unit = float(match.group(1)), match.group(2)
+        return value * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+    return {
+        "rps": rps,
+        "p50_ms": percentile("50"),
+        "p99_ms": percentile("99"),
+        "errors": int(non2xx.group(1)) if non2xx else 0,
+    }
+
+
+def lua_script(folder: Path, name: str, *, method="GET", body=None, token=None) -> str:
+    lines = [f'wrk.method = "{method}"']
+    if body is not None:
+        lines.append(f"wrk.body = {json.dumps(json.dumps(body))}")
+        lines.append('wrk.headers["Content-Type"] = "application/json"')
+    if token:
+        lines.append(f'wrk.headers["Authorization"] = "Bearer {token}"')
+    path = folder / f"{name}.lua"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def count_queries(env, requests: list[dict]) -> list[int]:
+    """Queries each request makes, counted in-process with Django's test client."""
+    out = run(
+        [str(PYTHON), "bench/queries.py"],
+        env,
+        input=json.dumps(requests),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def memory_per_process(server: subprocess.Popen) -> list[int]:
+    """Resident memory (MiB) of the gunicorn master and each of its workers."""
+    out = subprocess.run(
+        ["ps", "-o", "rss=", "--ppid", str(server.pid)], capture_output=True, text=True
+    ).stdout
+    master = subprocess.run(
+        ["ps", "-o", "rss=", "-p", str(server.pid)], capture_output=True, text=True
+    ).stdout
+    return [int(x) // 1024 for x in (master + out).split()]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=int, default=10, help="seconds per endpoint")
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--orders", type=int, default=100, help="orders of the bench customer")
+    parser.add_argument("--workers", type=int, default=None, help="web workers (default: serve's)")
+    options = parser.parse_args()
+    for tool in ("wrk", "psql", "redis-cli"):
+        if shutil.which(tool) is None:
+            sys.exit(
+                f"{tool} is needed (Debian: apt-get install wrk postgresql-client redis-tools)"
+            )
+    if not PYTHON.exists():
+        sys.exit("create the virtual environment first: python3 dev.py test --version")
+
+    port = free_port()
+    env = environment(port)
+    print(f"seeding {DATABASE} ({options.orders} orders) …", flush=True)
+    seed = prepare_database(env, options.orders)
+    workers = options.workers or min(2 * (os.cpu_count() or 1) + 1, 12)
+    server = start_server(env, port, workers)
+    base = f"http://127.0.0.1:{port}"
+    folder = Path(tempfile.mkdtemp(prefix="kernodeck-wrk-"))
+    quote = {"offer": seed["offer"], "days": 7, "units": 2, "preparation": "pytorch"}
+    cases = [
+        ("trivial JSON view (baseline)", "/bench/trivial", None, {"path": "/bench/trivial"}),
+        ("GET /gpus/ (catalog page)", "/gpus/", None, {"path": "/gpus/"}),
+        ("GET /api/v1/offers", "/api/v1/offers", None, {"path": "/api/v1/offers"}),
+        (
+            "POST /api/v1/quotes",
+            "/api/v1/quotes",
+            lua_script(folder, "quote", method="POST", body=quote),
+            {"path": "/api/v1/quotes", "method": "post", "body": quote},
+        ),
+        (
+            f"GET /api/v1/orders, {seed['orders']} orders",
+            "/api/v1/orders",
+            lua_script(folder, "orders", token=seed["token"]),
+            {"path": "/api/v1/orders", "token": seed["token"]},
+        ),
+    ]
+    try:
+        queries = count_queries(env, [case[3] for case in cases])
+        results = []
+        for (name, path, script, _), n_queries in zip(cases, queries, strict=True):
+            print(f"loading {name} …", flush=True)
+            figures = wrk(
+                base + path,
+                duration=options.duration,
+                connections=options.connections,
+                script=script,
+            )
+            results.append((name, figures, n_queries))
+        memory = memory_per_process(server)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+    baseline = results[0][1]["rps"]
+    print()
+    print(
+        f"machine: {os.cpu_count()} cores; server: kernodeck serve, {workers} workers x 4 "
+        f"threads; wrk: 2 threads, {options.connections} connections, {options.duration} s"
+    )
+    columns = ["what".ljust(34), "   req/s", " p50 ms", " p99 ms", "queries", "ratio", "non-2xx"]
+    header = "| " + " | ".join(columns) + " |"
+    print(header)
+    print("|" + "|".join("-" * (len(part)) for part in header.split("|")[1:-1]) + "|")
+    for name, figures, n_queries in results:
+        print(
+            f"| {name:<34} | {figures['rps']:>8.0f} | {figures['p50_ms']:>7.1f} | "
+            f"{figures['p99_ms']:>7.1f} | {n_queries:>7} | {figures['rps'] / baseline:>5.2f} | "
+            f"{figures['errors']:>7} |"
+        )
+    print()
+    print(f"memory (RSS, MiB): master {memory[0]}, workers {', '.join(map(str, memory[1:]))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
