@@ -87,6 +87,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "huey.contrib.djhuey",
+    # django-ninja's API docs viewer from our own static files, never from a CDN.
+    "ninja",
     "kernodeck.core",
     "kernodeck.accounts",
     "kernodeck.catalog",

@@ -3,10 +3,16 @@
 import os
 import sys
 
+DEMO_ON = {"1", "true", "yes", "on"}
+
 
 def main():
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    if sys.argv[1:2] == ["demo"]:
+    # `kernodeck demo` and every command run with KERNODECK_DEMO on read the demo's own
+    # configuration (its key and database under var/), so `KERNODECK_DEMO=1 kernodeck
+    # watch_chains --once` acts on the running demo instead of failing or leaving demo mode.
+    demo_requested = os.environ.get("KERNODECK_DEMO", "").strip().lower() in DEMO_ON
+    if sys.argv[1:2] == ["demo"] or demo_requested:
         from kernodeck.demo.profile import apply_demo_environment
 
         apply_demo_environment()

@@ -33,6 +33,12 @@ class IntentOut(Schema):
     rate_fetched_at: datetime
     expires_at: datetime
     status: str
+    received: str
+    received_base_units: str
+    received_usd: str
+    outstanding: str
+    outstanding_base_units: str
+    outstanding_usd: str
     declared_at: datetime | None
     abandoned_at: datetime | None
     monitor_until: datetime
@@ -43,13 +49,15 @@ class IntentOut(Schema):
 
 
 def intent_out(intent) -> dict:
+    decimals = intent.method.decimals
+    balance = selectors.intent_balance(intent)
     return {
         "id": str(intent.pk),
         "method": intent.method_id,
         "asset": intent.method.asset,
         "network": intent.method.network,
         "address": intent.address,
-        "amount": uris.amount_text(intent.amount_units, intent.method.decimals),
+        "amount": uris.amount_text(intent.amount_units, decimals),
         "amount_base_units": str(intent.amount_units),
         "amount_usd": usd_str(intent.amount_usd),
         "rate": format(intent.rate_usd_per_coin.normalize(), "f"),
@@ -57,6 +65,12 @@ def intent_out(intent) -> dict:
         "rate_fetched_at": intent.rate_fetched_at,
         "expires_at": intent.expires_at,
         "status": intent.status,
+        "received": uris.amount_text(balance["received_base"], decimals),
+        "received_base_units": str(balance["received_base"]),
+        "received_usd": usd_str(balance["received_usd"]),
+        "outstanding": uris.amount_text(balance["outstanding_base"], decimals),
+        "outstanding_base_units": str(balance["outstanding_base"]),
+        "outstanding_usd": usd_str(balance["outstanding_usd"]),
         "declared_at": intent.declared_at,
         "abandoned_at": intent.abandoned_at,
         "monitor_until": intent.monitor_until,

@@ -1,6 +1,7 @@
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import ROUND_DOWN, Decimal
 
 from django.conf import settings
 from django.utils.translation import gettext as _
@@ -116,6 +117,30 @@ def intent_progress(intent: PaymentIntent) -> dict:
         "seen": bool(confirmations),
         "confirmations": min(confirmations) if confirmations else 0,
         "required": intent.method.confirmations,
+    }
+
+
+def intent_balance(intent: PaymentIntent) -> dict:
+    """What has arrived and what is still due, in base units and in USD at the intent's rate.
+
+    USD figures are rounded down to the cent, so "outstanding" never reads as paid early.
+    """
+    due = int(intent.amount_base)
+    received = int(intent.received_base)
+    outstanding = max(due - received, 0)
+    scale = Decimal(10) ** intent.method.decimals
+
+    def usd_of(units: int) -> Decimal:
+        return (Decimal(units) / scale * intent.rate_usd_per_coin).quantize(
+            Decimal("0.01"), rounding=ROUND_DOWN
+        )
+
+    return {
+        "received_base": received,
+        "outstanding_base": outstanding,
+        "received_usd": usd_of(received),
+        # Rounding the amount up made `due` worth a little more than the USD total.
+        "outstanding_usd": min(usd_of(outstanding), intent.amount_usd),
     }
 
 
