@@ -95,6 +95,7 @@ INSTALLED_APPS = [
     "kernodeck.orders",
     "kernodeck.payments",
     "kernodeck.ledger",
+    "kernodeck.notifications",
     "kernodeck.backoffice",
     "kernodeck.guides",
     "kernodeck.demo",
@@ -281,6 +282,10 @@ WHITENOISE_USE_FINDERS = True
 
 globals().update(email_settings(os.environ.get("KERNODECK_EMAIL_URL", "console:")))
 DEFAULT_FROM_EMAIL = globals().get("DEFAULT_FROM_EMAIL", "Kernodeck <noreply@localhost>")
+# The site's public address, for links in e-mails (no trailing slash).
+KERNODECK_SITE_URL = os.environ.get("KERNODECK_SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+if urlsplit(KERNODECK_SITE_URL).scheme not in {"http", "https"}:
+    raise ImproperlyConfigured("KERNODECK_SITE_URL must be an http:// or https:// address.")
 
 # HTTPS: on in production (behind a TLS proxy that sets X-Forwarded-Proto), off for
 # DEBUG and for the local demo, which serves plain http://127.0.0.1:8000.

@@ -1,5 +1,6 @@
 """Account endpoints of the JSON API and its bearer-token authentication."""
 
+from django.utils.translation import get_language
 from ninja import Router, Schema, Status
 from ninja.security import HttpBearer
 
@@ -44,7 +45,9 @@ class TokenOut(Schema):
 @router.post("/register", auth=None, response={201: RegisterOut})
 def register(request, payload: RegisterIn):
     """Create an account. A taken email answers 409 and grants nothing."""
-    user = services.account_register(**payload.dict(), ip_address=client_ip(request))
+    user = services.account_register(
+        **payload.dict(), ip_address=client_ip(request), language=get_language()
+    )
     return Status(201, user)
 
 

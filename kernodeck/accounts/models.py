@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
 from django.contrib.auth.models import PermissionsMixin
 from django.contrib.sessions.base_session import AbstractBaseSession
@@ -41,6 +42,12 @@ class User(AbstractBaseUser, PermissionsMixin):
         default=False, help_text="Operators: may sign in to the back-office."
     )
     date_joined = models.DateTimeField(default=clock.now)
+    preferred_language = models.CharField(
+        max_length=8,
+        choices=settings.LANGUAGES,
+        default="es",
+        help_text="The language of e-mails: set at registration, sign-in and language switch.",
+    )
 
     objects = UserManager()
 

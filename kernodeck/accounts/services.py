@@ -3,6 +3,7 @@
 import hashlib
 import secrets
 
+from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
@@ -20,6 +21,7 @@ from kernodeck.core.services import audit_record
 TOKEN_PREFIX = "kd_"  # noqa: S105 - a marker, not a secret
 MAX_ACTIVE_TOKENS = 20
 MAX_SSH_KEYS = 20
+_LANGUAGE_CODES = frozenset(code for code, _name in settings.LANGUAGES)
 
 
 def duplicate_email_message() -> str:
@@ -47,9 +49,18 @@ def _check_names(first_name: str, last_name: str) -> tuple[str, str]:
 
 
 def account_register(
-    *, first_name: str, last_name: str, email: str, password: str, ip_address: str
+    *,
+    first_name: str,
+    last_name: str,
+    email: str,
+    password: str,
+    ip_address: str,
+    language: str | None = None,
 ) -> User:
-    """Create an account. Refuses a taken email without touching the existing account."""
+    """Create an account. Refuses a taken email without touching the existing account.
+
+    `language` (the one active while registering) becomes the language of its e-mails.
+    """
     throttle.check(
         "register_ip",
         ip_address,
@@ -67,6 +78,8 @@ def account_register(
         raise Conflict(duplicate_email_message(), field="email")
 
     candidate = User(email=email, first_name=first_name, last_name=last_name)
+    if language in _LANGUAGE_CODES:
+        candidate.preferred_language = language
     try:
         validate_password(password, user=candidate)
     except ValidationError as exc:
@@ -117,6 +130,27 @@ def account_authenticate(*, email: str, password: str, ip_address: str, request=
 
     throttle.reset("signin_account", email)
     audit_record(action="account.signed_in", target=user, actor=user, ip_address=ip_address)
+    return user
+
+
+def account_language_set(*, user: User, language: str) -> User:
+    """Remember the language the account uses on the site, for its e-mails.
+
+    Called at sign-in and from the language switch; an unknown code changes nothing.
+    """
+    if language not in _LANGUAGE_CODES or user.preferred_language == language:
+        return user
+    with transaction.atomic():
+        before = user.preferred_language
+        user.preferred_language = language
+        user.save(update_fields=["preferred_language"])
+        audit_record(
+            action="account.language_changed",
+            target=user,
+            actor=user,
+            before={"preferred_language": before},
+            after={"preferred_language": language},
+        )
     return user
 
 

@@ -3,8 +3,11 @@ from django.contrib.auth import login, logout, update_session_auth_hash
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import translation
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.translation import check_for_language
 from django.utils.translation import gettext as _
+from django.views import i18n as i18n_views
 from django.views.decorators.http import require_POST
 
 from kernodeck.accounts import selectors, services
@@ -37,6 +40,17 @@ def _sign_in(request, user) -> None:
     login(request, user, backend="django.contrib.auth.backends.ModelBackend")
     request.session[USER_AGENT_KEY] = request.headers.get("User-Agent", "")[:300]
     request.session[IP_KEY] = client_ip(request)
+    services.account_language_set(user=user, language=translation.get_language())
+
+
+@require_POST
+def language_set(request):
+    """Django's language switch, which also remembers the choice for a signed-in account."""
+    response = i18n_views.set_language(request)
+    language = request.POST.get("language", "")
+    if request.user.is_authenticated and check_for_language(language):
+        services.account_language_set(user=request.user, language=language)
+    return response
 
 
 def register(request):
@@ -46,7 +60,11 @@ def register(request):
     status = 200
     if request.method == "POST" and form.is_valid():
         try:
-            user = services.account_register(**form.cleaned_data, ip_address=client_ip(request))
+            user = services.account_register(
+                **form.cleaned_data,
+                ip_address=client_ip(request),
+                language=translation.get_language(),
+            )
         except ServiceError as exc:
             add_service_error(form, exc)
             status = exc.status if isinstance(exc, Throttled) else 200

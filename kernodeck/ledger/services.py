@@ -16,6 +16,7 @@ from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.money import usd, usd_str
 from kernodeck.core.services import audit_record
 from kernodeck.ledger.models import TOPUP_AMOUNTS, EntryKind, LedgerEntry, TopUp, TopUpStatus
+from kernodeck.notifications.services import email_enqueue
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders import services as order_services
@@ -177,6 +178,15 @@ def topup_credit(*, intent, amount_usd: Decimal, kind=EntryKind.TOPUP_CREDIT, ac
                 target=topup,
                 actor=actor,
                 after={"entry": entry.pk, "amount_usd": usd_str(entry.amount_usd)},
+            )
+            email_enqueue(
+                account=topup.account,
+                event="topup_credited",
+                context={
+                    "amount_usd": usd_str(entry.amount_usd),
+                    "balance_usd": usd_str(entry.balance_after_usd),
+                },
+                dedupe_key=f"topup_credited:{topup.pk}",
             )
     return entry
 

@@ -11,6 +11,7 @@ from kernodeck.core import clock
 from kernodeck.core.errors import Conflict
 from kernodeck.core.money import usd_str
 from kernodeck.core.services import audit_record
+from kernodeck.notifications.services import email_enqueue
 from kernodeck.orders import capacity, locks, selectors
 from kernodeck.orders.models import PAYMENT_TRANSITIONS, Order, PaymentState
 from kernodeck.orders.references import new_reference
@@ -77,6 +78,16 @@ def order_register(*, owner, offer, days, units, preparation) -> Order:
             target=order,
             actor=owner,
             after={**_snapshot(order), "hold_until": order.hold_until.isoformat()},
+        )
+        email_enqueue(
+            account=owner,
+            event="order_registered",
+            context={
+                **_snapshot(order),
+                "reference": order.reference,
+                "hold_until": order.hold_until,
+            },
+            dedupe_key=f"order_registered:{order.reference}",
         )
     return order
 
@@ -171,5 +182,11 @@ def order_settle(*, order: Order, actor=None, cause: dict) -> Order:
             before={"payment_state": before},
             after={"payment_state": order.payment_state},
             data=cause,
+        )
+        email_enqueue(
+            account=order.owner,
+            event="payment_confirmed",
+            context={**_snapshot(order), "reference": order.reference},
+            dedupe_key=f"payment_confirmed:{order.reference}",
         )
     return order

@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.ledger import selectors as ledger_selectors
+from kernodeck.notifications import selectors as notification_selectors
 from kernodeck.orders import selectors, services
 from kernodeck.payments import selectors as payment_selectors
 
@@ -87,6 +88,9 @@ def detail(request, reference):
             "methods": payment_selectors.methods_overview() if live is None else [],
             "declared": any(i.declared_at for i in intents),
             "balance_available": ledger_selectors.balance_available(account=order.owner),
+            "reminder_banner": notification_selectors.rental_reminder_banner(
+                order=order, viewer=request.user
+            ),
         },
     )
 

@@ -1,4 +1,8 @@
-"""The Spanish catalogue is complete, and the compiled .mo is the one of the .po."""
+"""Every Spanish catalogue is complete, and each compiled .mo is the one of its .po.
+
+The project's catalogue lives in kernodeck/locale; a newer app keeps its own in
+kernodeck/<app>/locale, and every one of them is checked here.
+"""
 
 import shutil
 import subprocess
@@ -6,23 +10,28 @@ from pathlib import Path
 
 import pytest
 
-LOCALE = Path(__file__).resolve().parents[2] / "kernodeck" / "locale" / "es" / "LC_MESSAGES"
+KERNODECK = Path(__file__).resolve().parents[2] / "kernodeck"
+CATALOGUES = sorted(KERNODECK.glob("**/locale/es/LC_MESSAGES/django.po"))
 
 pytestmark = pytest.mark.skipif(
     not shutil.which("msgfmt"), reason="needs GNU gettext's msgfmt (apt-get install gettext)"
 )
 
 
-def test_every_message_is_translated(tmp_path):
+def _name(po: Path) -> str:
+    return str(po.relative_to(KERNODECK).parents[2])
+
+
+def test_the_project_and_app_catalogues_are_found():
+    names = {_name(po) for po in CATALOGUES}
+
+    assert {"locale", "notifications/locale"} <= names
+
+
+@pytest.mark.parametrize("po", CATALOGUES, ids=_name)
+def test_every_message_is_translated(po, tmp_path):
     result = subprocess.run(
-        [
-            "msgfmt",
-            "--check",
-            "--statistics",
-            "-o",
-            str(tmp_path / "django.mo"),
-            str(LOCALE / "django.po"),
-        ],
+        ["msgfmt", "--check", "--statistics", "-o", str(tmp_path / "django.mo"), str(po)],
         capture_output=True,
         text=True,
         check=True,
@@ -32,9 +41,8 @@ def test_every_message_is_translated(tmp_path):
     assert "fuzzy" not in result.stderr
 
 
-def test_the_committed_mo_is_compiled_from_the_po(tmp_path):
-    subprocess.run(
-        ["msgfmt", "-o", str(tmp_path / "django.mo"), str(LOCALE / "django.po")], check=True
-    )
+@pytest.mark.parametrize("po", CATALOGUES, ids=_name)
+def test_the_committed_mo_is_compiled_from_the_po(po, tmp_path):
+    subprocess.run(["msgfmt", "-o", str(tmp_path / "django.mo"), str(po)], check=True)
 
-    assert (tmp_path / "django.mo").read_bytes() == (LOCALE / "django.mo").read_bytes()
+    assert (tmp_path / "django.mo").read_bytes() == po.with_suffix(".mo").read_bytes()

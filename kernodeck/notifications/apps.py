@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class NotificationsConfig(AppConfig):
+    name = "kernodeck.notifications"
+    verbose_name = "E-mail and reminders"
