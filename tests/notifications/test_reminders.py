@@ -25,6 +25,7 @@ def active_rental(*, days=7, owner=None, state=RentalState.ACTIVE):
     order = make_order(owner=owner or make_user(preferred_language="en"), days=days)
     Order.objects.filter(pk=order.pk).update(
         payment_state="settled",
+        settled_at=START - timedelta(hours=5),
         rental_state=state,
         starts_at=START,
         ends_at=START + timedelta(days=days),
