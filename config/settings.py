@@ -202,6 +202,9 @@ KERNODECK_THROTTLE = env_bool("KERNODECK_THROTTLE", default=True)
 KERNODECK_THROTTLE_SIGNIN_ACCOUNT = env_limit("KERNODECK_THROTTLE_SIGNIN_ACCOUNT", "5/900")
 KERNODECK_THROTTLE_SIGNIN_IP = env_limit("KERNODECK_THROTTLE_SIGNIN_IP", "20/900")
 KERNODECK_THROTTLE_REGISTER_IP = env_limit("KERNODECK_THROTTLE_REGISTER_IP", "5/3600")
+# Per account: new payment instructions (orders and top-ups), and "I have paid".
+KERNODECK_THROTTLE_PAYMENT_CREATE = env_limit("KERNODECK_THROTTLE_PAYMENT_CREATE", "10/3600")
+KERNODECK_THROTTLE_PAYMENT_DECLARE = env_limit("KERNODECK_THROTTLE_PAYMENT_DECLARE", "10/3600")
 
 # Orders: how long an unsettled order holds its units (seconds).
 KERNODECK_ORDER_HOLD_SECONDS = int(os.environ.get("KERNODECK_ORDER_HOLD_SECONDS", 2 * 60 * 60))
@@ -260,6 +263,14 @@ KERNODECK_TRON_API_KEY = os.environ.get("KERNODECK_TRON_API_KEY", "")
 KERNODECK_WATCH_INTERVAL = int(os.environ.get("KERNODECK_WATCH_INTERVAL", 30))
 KERNODECK_PAYMENT_EXPIRY_SECONDS = int(os.environ.get("KERNODECK_PAYMENT_EXPIRY_SECONDS", 1800))
 KERNODECK_MONITOR_SECONDS = int(os.environ.get("KERNODECK_MONITOR_SECONDS", 24 * 60 * 60))
+# Caps on what the chain watchers must follow: instructions still watched per order or
+# top-up (abandoned and expired ones included), and top-ups awaiting payment per account.
+KERNODECK_MAX_WATCHED_INSTRUCTIONS = int(os.environ.get("KERNODECK_MAX_WATCHED_INSTRUCTIONS", 5))
+KERNODECK_MAX_OPEN_TOPUPS = int(os.environ.get("KERNODECK_MAX_OPEN_TOPUPS", 3))
+if KERNODECK_MAX_WATCHED_INSTRUCTIONS < 1 or KERNODECK_MAX_OPEN_TOPUPS < 1:
+    raise ImproperlyConfigured(
+        "KERNODECK_MAX_WATCHED_INSTRUCTIONS and KERNODECK_MAX_OPEN_TOPUPS must be at least 1."
+    )
 
 # Internationalisation: Spanish and English, chosen by the browser or the footer switch.
 LANGUAGE_CODE = "en"

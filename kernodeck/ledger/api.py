@@ -32,6 +32,10 @@ class TopUpOut(Schema):
     payment: IntentOut | None
 
 
+class PayWithBalanceIn(Schema):
+    confirm: bool = False
+
+
 class InsufficientOut(Schema):
     detail: str
     available_usd: str
@@ -78,11 +82,18 @@ def topup_list(request):
 @router.post(
     "/orders/{reference}/pay-with-balance", response={200: OrderOut, 409: InsufficientOut}
 )
-def pay_with_balance(request, reference: str):
-    """Charge the whole total to the available balance and settle the order (once)."""
+def pay_with_balance(request, reference: str, payload: PayWithBalanceIn | None = None):
+    """Charge the whole total to the available balance and settle the order (once).
+
+    409 while a crypto payment for the order was seen; after "I have paid" on its
+    instructions, 409 unless the body is `{"confirm": true}` (the transfer may still come).
+    """
     order = order_selectors.order_get_for_owner(owner=request.auth, reference=reference)
+    confirm = bool(payload and payload.confirm)
     try:
-        order, _entry = services.order_pay_with_balance(order=order, actor=request.auth)
+        order, _entry = services.order_pay_with_balance(
+            order=order, actor=request.auth, confirm=confirm
+        )
     except services.InsufficientBalance as exc:
         return Status(
             409,

@@ -2,6 +2,7 @@ from decimal import Decimal
 
 from django.db.models import Sum
 
+from kernodeck.core import clock
 from kernodeck.ledger.models import LedgerEntry, TopUp, TopUpStatus
 
 
@@ -13,6 +14,19 @@ def balance_available(*, account) -> Decimal:
 
 def topups_pending(*, account):
     return TopUp.objects.filter(account=account, status=TopUpStatus.AWAITING_PAYMENT)
+
+
+def topups_open_count(*, account) -> int:
+    """Top-ups awaiting payment whose instructions are still watched (capped per account)."""
+    return (
+        TopUp.objects.filter(
+            account=account,
+            status=TopUpStatus.AWAITING_PAYMENT,
+            intents__monitor_until__gt=clock.now(),
+        )
+        .distinct()
+        .count()
+    )
 
 
 def topups_pending_usd(*, account) -> Decimal:

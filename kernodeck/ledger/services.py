@@ -7,14 +7,17 @@ with the same number, a second charge for an order and a second credit for a cau
 
 from decimal import Decimal
 
-from django.contrib.auth import get_user_model
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
+from kernodeck.accounts.locks import lock_account
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.money import usd, usd_str
+from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_record
+from kernodeck.ledger import selectors
 from kernodeck.ledger.models import TOPUP_AMOUNTS, EntryKind, LedgerEntry, TopUp, TopUpStatus
 from kernodeck.notifications.services import email_enqueue
 from kernodeck.orders import locks as order_locks
@@ -36,8 +39,28 @@ class InsufficientBalance(Conflict):
         self.needed = needed
 
 
+class DeclaredPaymentPending(Conflict):
+    """The customer said they sent crypto for this order ("I have paid"); paying from the
+    balance too may pay it twice, so it needs an explicit confirmation."""
+
+    def __init__(self, *, order, declared):
+        super().__init__(
+            _(
+                "You said you already sent a payment for order %(reference)s (%(methods)s). "
+                "If that transfer arrives after you pay from your balance, you will have paid "
+                "twice, and the second payment waits for an operator's review before it is "
+                "credited to your balance. Confirm to pay from the balance anyway."
+            )
+            % {
+                "reference": order.reference,
+                "methods": ", ".join(str(intent.method) for intent in declared),
+            }
+        )
+        self.declared = declared
+
+
 def _lock_account(account_id: int):
-    return get_user_model().objects.select_for_update().get(pk=account_id)
+    return lock_account(account_id)
 
 
 def _existing(kind, **cause):
@@ -96,13 +119,37 @@ def _parse_topup_amount(amount) -> Decimal:
 
 
 def topup_create(*, account, amount_usd, method_code: str):
-    """A top-up and its first payment instructions. The balance moves only once paid."""
+    """A top-up and its first payment instructions. The balance moves only once paid.
+
+    Refused when the account already has KERNODECK_MAX_OPEN_TOPUPS top-ups waiting for
+    payment (409), or asked for too many instructions lately (429).
+    """
+    from kernodeck.payments import services as payment_services
+
+    amount = _parse_topup_amount(amount_usd)
+    payment_services.instructions_throttle_check(account)
+    payment_services.instructions_prepare(method_code)  # refusals before anything is written
+    topup, intent = _topup_create(account=account, amount=amount, method_code=method_code)
+    payment_services.instructions_throttle_hit(account)
+    return topup, intent
+
+
+@retry_lost_races
+def _topup_create(*, account, amount: Decimal, method_code: str):
     from kernodeck.payments import services as payment_services
     from kernodeck.payments.models import Purpose
 
-    amount = _parse_topup_amount(amount_usd)
-    payment_services.instructions_prepare(method_code)  # refusals before anything is written
     with transaction.atomic():
+        _lock_account(account.pk)  # the open top-ups are counted under the account lock
+        cap = settings.KERNODECK_MAX_OPEN_TOPUPS
+        if selectors.topups_open_count(account=account) >= cap:
+            raise Conflict(
+                _(
+                    "You already have %(n)d top-ups waiting for payment. Pay one of them, or "
+                    "wait until their instructions expire, before asking for another."
+                )
+                % {"n": cap}
+            )
         topup = TopUp.objects.create(account=account, amount_usd=amount, created_at=clock.now())
         audit_record(
             action="ledger.topup_created",
@@ -123,13 +170,24 @@ def topup_create(*, account, amount_usd, method_code: str):
 
 def topup_new_instructions(*, topup: TopUp, method_code: str, actor):
     """New instructions (a new address) for a top-up whose earlier ones are no longer live."""
+    from kernodeck.payments import services as payment_services
+
+    payment_services.instructions_throttle_check(topup.account)
+    payment_services.instructions_prepare(method_code)  # refusals and rates before the lock
+    intent = _topup_new_instructions(topup=topup, method_code=method_code, actor=actor)
+    payment_services.instructions_throttle_hit(topup.account)
+    return intent
+
+
+@retry_lost_races
+def _topup_new_instructions(*, topup: TopUp, method_code: str, actor):
+    from kernodeck.payments import locks as payment_locks
     from kernodeck.payments import selectors as payment_selectors
     from kernodeck.payments import services as payment_services
     from kernodeck.payments.models import Purpose
 
-    payment_services.instructions_prepare(method_code)  # refusals and rates before the lock
     with transaction.atomic():
-        topup = TopUp.objects.select_for_update().get(pk=topup.pk)
+        topup = payment_locks.lock_topup(topup.pk)  # account, then top-up
         if topup.status != TopUpStatus.AWAITING_PAYMENT:
             raise Conflict(_("This top-up is already credited."))
         live = payment_selectors.live_intent(topup.intents.all())
@@ -138,6 +196,7 @@ def topup_new_instructions(*, topup: TopUp, method_code: str, actor):
                 _("This top-up already has payment instructions valid until %(until)s UTC.")
                 % {"until": live.expires_at.strftime("%Y-%m-%d %H:%M")}
             )
+        payment_services.instructions_check_watched_cap(topup=topup)
         return payment_services.payment_intent_create(
             owner=topup.account,
             method_code=method_code,
@@ -150,8 +209,10 @@ def topup_new_instructions(*, topup: TopUp, method_code: str, actor):
 
 def topup_credit(*, intent, amount_usd: Decimal, kind=EntryKind.TOPUP_CREDIT, actor=None, memo=""):
     """Credit a top-up's payment to the balance (once per top-up), and mark it credited."""
+    from kernodeck.payments import locks as payment_locks
+
     with transaction.atomic():
-        topup = TopUp.objects.select_for_update().get(pk=intent.topup_id)
+        topup = payment_locks.lock_topup(intent.topup_id)  # account, then top-up
         if kind == EntryKind.TOPUP_CREDIT:
             earlier = _existing(EntryKind.TOPUP_CREDIT, topup=topup)
             if earlier is not None and earlier.intent_id != intent.pk:
@@ -199,18 +260,36 @@ def topup_credit_confirmed(*, intent):
 # -- spending and crediting ---------------------------------------------------------------
 
 
-def order_pay_with_balance(*, order, actor):
+@retry_lost_races
+def order_pay_with_balance(*, order, actor, confirm: bool = False):
     """Charge the order's total to the available balance and settle it, in one transaction.
 
-    Pressing twice, or two concurrent API calls, settle once and charge once.
+    Pressing twice, or two concurrent API calls, settle once and charge once. Refused while
+    a crypto payment for the order has been seen and not decided; after "I have paid" on
+    instructions still watched, only with `confirm` (DeclaredPaymentPending otherwise).
+    Settling closes the order's instructions and re-checks a lapsed hold (order_settle).
     """
+    from kernodeck.payments import selectors as payment_selectors
+
     with transaction.atomic():
-        _lock_account(order.owner_id)
-        order = order_locks.lock_order(order.pk)
+        order = order_locks.lock_order(order.pk)  # account, then order
         existing = _existing(EntryKind.ORDER_CHARGE, order=order)
         if existing is not None:
             return order, existing
         order_selectors.order_check_payable(order)
+        seen = payment_selectors.order_payment_seen(order=order)
+        if seen is not None:
+            raise Conflict(
+                _(
+                    "A payment for order %(reference)s has already been seen on the "
+                    "blockchain (%(method)s). Wait for it to be confirmed, or contact support "
+                    "with the reference, instead of paying again from the balance."
+                )
+                % {"reference": order.reference, "method": seen.method}
+            )
+        declared = payment_selectors.order_declared_unverified(order=order)
+        if declared and not confirm:
+            raise DeclaredPaymentPending(order=order, declared=declared)
         try:
             with transaction.atomic():
                 entry, _created = _append(
@@ -229,6 +308,7 @@ def order_pay_with_balance(*, order, actor):
     return order, entry
 
 
+@retry_lost_races
 def balance_credit_payment(*, intent, amount_usd: Decimal, kind: str, actor, memo: str):
     """Credit (part of) a crypto payment to its owner's balance: overpayment or late."""
     return _append(
@@ -241,6 +321,7 @@ def balance_credit_payment(*, intent, amount_usd: Decimal, kind: str, actor, mem
     )[0]
 
 
+@retry_lost_races
 def balance_refund_order(*, order, actor, reason: str):
     """Refund a settled order's total to the balance (e.g. provisioning failed). Once."""
     if order.payment_state != PaymentState.SETTLED:
@@ -255,6 +336,7 @@ def balance_refund_order(*, order, actor, reason: str):
     )[0]
 
 
+@retry_lost_races
 def balance_adjust(*, account, amount_usd, actor, reason: str):
     """A manual adjustment by an operator, with its reason."""
     if not (reason or "").strip():

@@ -5,6 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
@@ -130,7 +131,23 @@ def pay_with_balance(request, reference):
     except NotFound:
         raise Http404 from None
     try:
-        services.order_pay_with_balance(order=order, actor=request.user)
+        services.order_pay_with_balance(
+            order=order, actor=request.user, confirm=request.POST.get("confirm") == "yes"
+        )
+    except services.DeclaredPaymentPending as exc:
+        # A confirm step that explains the risk of paying twice.
+        return render(
+            request,
+            "confirm.html",
+            {
+                "title": _("Pay order %(reference)s from your balance?")
+                % {"reference": order.reference},
+                "body": exc.message,
+                "confirm_label": _("Pay from the balance anyway"),
+                "cancel_url": reverse("orders:detail", args=[order.reference]),
+                "hidden": {"confirm": "yes"},
+            },
+        )
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:

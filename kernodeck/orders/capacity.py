@@ -17,6 +17,17 @@ def holding_orders():
     )
 
 
+def units_free(*, offer) -> int:
+    """Units of `offer` no order holds right now: the one count every decision uses.
+
+    When the answer decides a write (registering, extending a lapsed hold, settling after
+    the hold lapsed), call it with the offer row locked (`orders.locks.lock_offer`), so
+    that concurrent decisions on the same offer queue behind each other.
+    """
+    held = units_held(offer_ids=[offer.pk]).get(offer.pk, 0)
+    return max(0, offer.units_total - held)
+
+
 def units_held(*, offer_ids) -> dict[int, int]:
     """Units held per offer id (offers holding none are absent)."""
     rows = (

@@ -29,8 +29,7 @@ def offer_quote(*, offer_obj, days, units, preparation) -> Quote:
     result = quote(
         catalog_selectors.price_sheet(offer_obj), days=days, units=units, preparation=preparation
     )
-    held = capacity.units_held(offer_ids=[offer_obj.pk]).get(offer_obj.pk, 0)
-    available = max(0, offer_obj.units_total - held)
+    available = capacity.units_free(offer=offer_obj)
     if result.units > available:
         raise Conflict(
             not_enough_units_message(available=available, gpu_model=offer_obj.gpu_model),

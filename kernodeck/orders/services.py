@@ -10,6 +10,7 @@ from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict
 from kernodeck.core.money import usd_str
+from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_record
 from kernodeck.notifications.services import email_enqueue
 from kernodeck.orders import capacity, locks, selectors
@@ -32,6 +33,49 @@ def _snapshot(order: Order) -> dict:
     }
 
 
+class UnitsReleased(Conflict):
+    """The order's hold lapsed and its units went to other orders meanwhile."""
+
+    def __init__(self, *, order: Order, free: int, settling: bool):
+        values = {"reference": order.reference, "free": free, "units": order.units}
+        if settling:
+            message = _(
+                "The units of order %(reference)s were released when its hold lapsed, and "
+                "only %(free)d are free now (it needs %(units)d), so it cannot be settled. "
+                "Cancel it and order again."
+            )
+        else:
+            message = _(
+                "The units of order %(reference)s were released when its hold lapsed, and "
+                "only %(free)d are free now (it needs %(units)d). Cancel it and order again."
+            )
+        super().__init__(message % values)
+        self.free = free
+
+
+def _recheck_units_if_lapsed(order: Order, *, settling: bool) -> None:
+    """Once the hold has lapsed, count the units again under the offer's lock.
+
+    A lapsed order holds nothing, so other orders may have taken its units. Called with the
+    order locked; the offer comes after it in the lock order.
+    """
+    if order.hold_until > clock.now():
+        return
+    offer = locks.lock_offer(order.offer_id)
+    free = capacity.units_free(offer=offer)
+    if order.units > free:
+        raise UnitsReleased(order=order, free=free, settling=settling)
+
+
+def _close_instructions(order: Order, *, reason: str, actor, except_payment=None) -> None:
+    from kernodeck.payments import services as payment_services
+
+    payment_services.payment_intents_close_for_order(
+        order=order, reason=reason, actor=actor, except_intent_id=except_payment
+    )
+
+
+@retry_lost_races
 def order_register(*, owner, offer, days, units, preparation) -> Order:
     """Register an order from a configuration, holding its units for the hold window.
 
@@ -92,10 +136,12 @@ def order_register(*, owner, offer, days, units, preparation) -> Order:
     return order
 
 
+@retry_lost_races
 def order_cancel(*, order: Order, actor) -> Order:
-    """Cancel an unsettled order; its units are released at once."""
+    """Cancel an unsettled order; its units are released at once and its unpaid payment
+    instructions are closed (their pages say "do not send")."""
     with transaction.atomic():
-        order = locks.lock_order(order.pk)
+        order = locks.lock_order(order.pk)  # account, then order
         if order.payment_state == PaymentState.CANCELLED:
             return order
         if PaymentState.CANCELLED not in PAYMENT_TRANSITIONS[order.payment_state]:
@@ -117,9 +163,11 @@ def order_cancel(*, order: Order, actor) -> Order:
             before={"payment_state": before},
             after={"payment_state": order.payment_state},
         )
+        _close_instructions(order, reason="order_cancelled", actor=actor)
     return order
 
 
+@retry_lost_races
 def order_hold_extend(*, order: Order, until, actor=None) -> Order:
     """Keep an unsettled order's units held until `until` (while a payment is pending).
 
@@ -130,17 +178,7 @@ def order_hold_extend(*, order: Order, until, actor=None) -> Order:
         order = locks.lock_order(order.pk)
         if order.payment_state != PaymentState.AWAITING_PAYMENT or order.hold_until >= until:
             return order
-        if order.hold_until <= clock.now():
-            offer = locks.lock_offer(order.offer_id)
-            held = capacity.units_held(offer_ids=[offer.pk]).get(offer.pk, 0)
-            if order.units > offer.units_total - held:
-                raise Conflict(
-                    _(
-                        "The units of order %(reference)s were released when its hold "
-                        "lapsed, and not enough are free now. Cancel it and order again."
-                    )
-                    % {"reference": order.reference}
-                )
+        _recheck_units_if_lapsed(order, settling=False)
         before = order.hold_until
         order.hold_until = until
         order.save(update_fields=["hold_until"])
@@ -154,13 +192,17 @@ def order_hold_extend(*, order: Order, until, actor=None) -> Order:
     return order
 
 
+@retry_lost_races
 def order_settle(*, order: Order, actor=None, cause: dict) -> Order:
     """Mark an unsettled order as paid. Idempotent: settling a settled order changes nothing.
 
-    `cause` says what paid it (a payment id, a balance charge), for the audit trail.
+    `cause` says what paid it (a payment id under "payment", a balance charge), for the
+    audit trail. Every settlement path (balance, watcher, operator) comes through here, so
+    this is where a lapsed hold is re-checked (UnitsReleased, 409: the caller's whole
+    transaction is undone) and where the order's other instructions are closed.
     """
     with transaction.atomic():
-        order = locks.lock_order(order.pk)
+        order = locks.lock_order(order.pk)  # account, then order
         if order.payment_state == PaymentState.SETTLED:
             return order
         if PaymentState.SETTLED not in PAYMENT_TRANSITIONS[order.payment_state]:
@@ -171,6 +213,11 @@ def order_settle(*, order: Order, actor=None, cause: dict) -> Order:
                     "state": order.get_payment_state_display().lower(),
                 }
             )
+        # Intents before the offer (lock order); a refusal below undoes the closing too.
+        _close_instructions(
+            order, reason="order_settled", actor=actor, except_payment=cause.get("payment")
+        )
+        _recheck_units_if_lapsed(order, settling=True)
         before = order.payment_state
         order.payment_state = PaymentState.SETTLED
         order.settled_at = clock.now()

@@ -41,6 +41,8 @@ class IntentOut(Schema):
     outstanding_usd: str
     declared_at: datetime | None
     abandoned_at: datetime | None
+    closed_at: datetime | None
+    closed_reason: str
     monitor_until: datetime
     uri: str
     solana_reference: str | None
@@ -73,6 +75,8 @@ def intent_out(intent) -> dict:
         "outstanding_usd": usd_str(balance["outstanding_usd"]),
         "declared_at": intent.declared_at,
         "abandoned_at": intent.abandoned_at,
+        "closed_at": intent.closed_at,
+        "closed_reason": intent.closed_reason,
         "monitor_until": intent.monitor_until,
         "uri": intent.uri,
         "solana_reference": intent.solana_reference,

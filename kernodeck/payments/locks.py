@@ -1,5 +1,10 @@
+"""Row locks of the payments domain, in the documented order (docs/architecture.md)."""
+
+from django.apps import apps
 from django.db import IntegrityError, transaction
 
+from kernodeck.accounts.locks import lock_account
+from kernodeck.orders import locks as order_locks
 from kernodeck.payments.models import AddressCounter, PaymentIntent
 
 
@@ -12,10 +17,40 @@ def lock_counter(*, chain: str, wallet_fingerprint: str) -> AddressCounter:
             )
     except IntegrityError:
         pass  # created by a concurrent transaction in the meantime
-    return AddressCounter.objects.select_for_update().get(
+    return AddressCounter.objects.select_for_update(no_key=True).get(
         chain=chain, wallet_fingerprint=wallet_fingerprint
     )
 
 
+def lock_topup(topup_id):
+    """Lock the top-up's account, then the top-up."""
+    topup_model = apps.get_model("ledger", "TopUp")
+    account_id = topup_model.objects.values_list("account_id", flat=True).get(pk=topup_id)
+    lock_account(account_id)
+    return topup_model.objects.select_for_update(no_key=True).get(pk=topup_id)
+
+
 def lock_intent(intent_id) -> PaymentIntent:
-    return PaymentIntent.objects.select_for_update().get(pk=intent_id)
+    """Lock what the intent pays for (account, then order or top-up), then the intent.
+
+    The owner, order and top-up of an intent never change, so reading them before the
+    locks is safe; taking the parents first keeps one lock order for every path.
+    """
+    owner_id, order_id, topup_id = PaymentIntent.objects.values_list(
+        "owner_id", "order_id", "topup_id"
+    ).get(pk=intent_id)
+    lock_account(owner_id)
+    if order_id is not None:
+        order_locks.lock_order(order_id)
+    elif topup_id is not None:
+        lock_topup(topup_id)
+    return PaymentIntent.objects.select_for_update(no_key=True).get(pk=intent_id)
+
+
+def lock_intents_of_order(*, order_id, **filters) -> list[PaymentIntent]:
+    """Lock an order's intents (the order must be locked already), in primary-key order."""
+    return list(
+        PaymentIntent.objects.select_for_update(no_key=True)
+        .filter(order_id=order_id, **filters)
+        .order_by("pk")
+    )

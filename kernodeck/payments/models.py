@@ -111,6 +111,13 @@ class Resolution(models.TextChoices):
     REFUNDED = "refunded", _("Refunded off-platform")
 
 
+class ClosedReason(models.TextChoices):
+    """Why instructions were closed before they were paid: the order no longer needs them."""
+
+    ORDER_SETTLED = "order_settled", _("The order was settled otherwise")
+    ORDER_CANCELLED = "order_cancelled", _("The order was cancelled")
+
+
 class Purpose(models.TextChoices):
     ORDER = "order", _("Order")
     TOPUP = "topup", _("Top-up")
@@ -155,6 +162,10 @@ class PaymentIntent(models.Model):
     monitor_until = models.DateTimeField(help_text="Watched for late payments until then.")
     declared_at = models.DateTimeField(null=True, blank=True)
     abandoned_at = models.DateTimeField(null=True, blank=True)
+    # Closed: the order was settled by other means or cancelled, so nothing must be sent.
+    # Like `declared_at`, a flag beside the status; the address stays watched.
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_reason = models.CharField(max_length=16, choices=ClosedReason.choices, blank=True)
     rescan_requested_at = models.DateTimeField(null=True, blank=True)
     # Reconciliation: what was received, and why an operator must look at it.
     received_base = models.DecimalField(max_digits=40, decimal_places=0, default=0)
@@ -193,6 +204,11 @@ class PaymentIntent(models.Model):
                 fields=["chain", "wallet_fingerprint", "derivation_index"],
                 condition=Q(derivation_index__isnull=False),
                 name="payments_intent_index_once",
+            ),
+            models.CheckConstraint(
+                condition=Q(closed_at__isnull=True, closed_reason="")
+                | Q(closed_at__isnull=False, closed_reason__in=ClosedReason.values),
+                name="payments_intent_closed_with_reason",
             ),
             models.CheckConstraint(
                 condition=Q(chain="solana", solana_reference__isnull=False)

@@ -13,10 +13,12 @@ from django.utils.translation import gettext as _
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.money import usd, usd_str
+from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_record
 from kernodeck.ledger import services as ledger_services
 from kernodeck.ledger.models import EntryKind
 from kernodeck.orders import services as order_services
+from kernodeck.orders.models import PaymentState
 from kernodeck.payments import locks, selectors, watching
 from kernodeck.payments.amounts import units_to_decimal
 from kernodeck.payments.chains.base import ObservedTransfer
@@ -81,9 +83,12 @@ def _locked_open_case(intent_id):
     return intent
 
 
+@retry_lost_races
 def review_accept_and_settle(*, intent_id, actor, reason: str) -> PaymentIntent:
     """Accept what was received as payment: settle the order (or credit the top-up).
 
+    Refused when the order is already settled by other means or cancelled, or when its
+    hold lapsed and its units are taken (then credit the balance instead).
     An overpaid order credits the excess, at the quoted rate, to the customer's balance.
     A late top-up is credited at the lower of the quoted and the current rate; an overpaid
     one at the quoted rate, up to twice its nominal amount.
@@ -94,6 +99,16 @@ def review_accept_and_settle(*, intent_id, actor, reason: str) -> PaymentIntent:
         value = received_usd(intent)
         details = {"received_usd": usd_str(value)}
         if intent.purpose == Purpose.ORDER:
+            if intent.order.payment_state == PaymentState.SETTLED:
+                # Settled by other means (balance, another payment): this one is extra.
+                raise Conflict(
+                    _(
+                        "Order %(reference)s is already settled by other means; credit this "
+                        "payment to the customer's balance instead."
+                    )
+                    % {"reference": intent.order.reference}
+                )
+            # order_settle re-checks the units if the hold lapsed (409 UnitsReleased).
             order_services.order_settle(
                 order=intent.order,
                 actor=actor,
@@ -132,6 +147,7 @@ def review_accept_and_settle(*, intent_id, actor, reason: str) -> PaymentIntent:
     return intent
 
 
+@retry_lost_races
 def review_credit_balance(*, intent_id, actor, reason: str) -> PaymentIntent:
     """Credit the received value (quoted rate) to the customer's balance, order unsettled."""
     reason = _reason(reason)
@@ -157,6 +173,7 @@ def review_credit_balance(*, intent_id, actor, reason: str) -> PaymentIntent:
     return intent
 
 
+@retry_lost_races
 def review_mark_refunded(*, intent_id, actor, reason: str) -> PaymentIntent:
     """The money was sent back outside Kernodeck; nothing moves here."""
     reason = _reason(reason)

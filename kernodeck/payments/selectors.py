@@ -13,6 +13,7 @@ from kernodeck.payments.chains.adapters import NETWORKS, configured_networks
 from kernodeck.payments.models import (
     OPEN_STATUSES,
     ChainState,
+    IntentStatus,
     PaymentIntent,
     PaymentMethod,
     Rate,
@@ -69,11 +70,47 @@ def methods_overview() -> list[MethodAvailability]:
 
 
 def intent_is_live(intent: PaymentIntent) -> bool:
-    """Live: instructions a customer may still pay (open, not abandoned, not expired)."""
+    """Live: instructions a customer may still pay (open, not abandoned, closed or expired)."""
     return (
         intent.status in OPEN_STATUSES
         and intent.abandoned_at is None
+        and intent.closed_at is None
         and intent.expires_at > clock.now()
+    )
+
+
+def intents_watched_count(**parent) -> int:
+    """How many instructions of one order (`order=`) or top-up (`topup=`) are still watched.
+
+    Abandoned and expired instructions stay watched until `monitor_until`, and each one
+    costs the watchers chain-API calls, so their number is capped per order and top-up.
+    """
+    return PaymentIntent.objects.filter(**parent, monitor_until__gt=clock.now()).count()
+
+
+def order_payment_seen(*, order) -> PaymentIntent | None:
+    """An instructions of the order at which money was seen and no decision closed the
+    case yet: paying the order otherwise now would take the money twice."""
+    return (
+        PaymentIntent.objects.filter(order=order, resolution="")
+        .exclude(status__in=(IntentStatus.PENDING, IntentStatus.EXPIRED, IntentStatus.ALLOCATED))
+        .order_by("created_at")
+        .first()
+    )
+
+
+def order_declared_unverified(*, order) -> list[PaymentIntent]:
+    """Instructions the customer declared paid ("I have paid") that nothing confirmed or
+    closed yet, while their address is still watched: the transfer may still arrive."""
+    return list(
+        PaymentIntent.objects.filter(
+            order=order,
+            declared_at__isnull=False,
+            closed_at__isnull=True,
+            abandoned_at__isnull=True,
+            status__in=(IntentStatus.PENDING, IntentStatus.EXPIRED),
+            monitor_until__gt=clock.now(),
+        ).select_related("method")
     )
 
 

@@ -8,8 +8,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from kernodeck.accounts import throttle
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput, Unavailable
+from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_record
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
@@ -17,6 +19,7 @@ from kernodeck.orders import services as order_services
 from kernodeck.payments import locks, methods, registry, selectors, uris
 from kernodeck.payments.amounts import crypto_amount
 from kernodeck.payments.models import (
+    ClosedReason,
     IntentStatus,
     PaymentIntent,
     PaymentMethod,
@@ -188,18 +191,20 @@ def payment_intent_create(
     order=None,
     topup=None,
     actor=None,
+    now=None,
 ) -> PaymentIntent:
     """Create instructions: a new address (never reused), the exact amount, an expiry.
 
     The caller holds the lock of what is being paid (order or top-up) when it matters, and
-    calls `instructions_prepare` before taking it.
+    calls `instructions_prepare` before taking it. `now` (default: the clock) is the
+    creation time; the instructions expire KERNODECK_PAYMENT_EXPIRY_SECONDS later.
     """
     method, rate = instructions_prepare(method_code)
     wallet = registry.configured_wallets()[method.chain]
     testnet = registry.testnet()
     contract = methods.token_contract(method.code, testnet=testnet)
 
-    now = clock.now()
+    now = now or clock.now()
     amount = crypto_amount(
         amount_usd, rate.usd_per_coin, decimals=method.decimals, precision=method.precision
     )
@@ -216,7 +221,7 @@ def payment_intent_create(
             address = derive_address(method.chain, wallet.public_key, index, testnet=testnet)
             counter.next_index = index + 1
             counter.save(update_fields=["next_index"])
-        expires_at = now + timedelta(seconds=settings.KERNODECK_PAYMENT_EXPIRY_SECONDS)
+        expires_at = instructions_expiry(now)
         intent = PaymentIntent.objects.create(
             purpose=purpose,
             order=order,
@@ -268,11 +273,53 @@ def payment_intent_create(
     return intent
 
 
+def instructions_expiry(now):
+    return now + timedelta(seconds=settings.KERNODECK_PAYMENT_EXPIRY_SECONDS)
+
+
+def instructions_throttle_check(account) -> None:
+    """Refuse (429) an account that created too many instructions lately (every address
+    created is one more the chain watchers must poll)."""
+    throttle.check(
+        "payment_create",
+        str(account.pk),
+        message=_("You asked for many payment instructions in a short time."),
+    )
+
+
+def instructions_throttle_hit(account) -> None:
+    throttle.hit("payment_create", str(account.pk))
+
+
+def instructions_check_watched_cap(**parent) -> None:
+    """Refuse (409) new instructions for an order or top-up (`order=` or `topup=`) that
+    already has KERNODECK_MAX_WATCHED_INSTRUCTIONS still watched. Call it under its lock."""
+    cap = settings.KERNODECK_MAX_WATCHED_INSTRUCTIONS
+    if selectors.intents_watched_count(**parent) >= cap:
+        raise Conflict(
+            _(
+                "This already has %(n)d recent payment instructions, the most we can watch "
+                "at once; older ones stop being watched %(hours)d hours after they expire. "
+                "Pay with one of them, or contact support with the reference."
+            )
+            % {"n": cap, "hours": max(1, settings.KERNODECK_MONITOR_SECONDS // 3600)}
+        )
+
+
 def payment_intent_create_for_order(*, order, method_code: str, actor) -> PaymentIntent:
-    """New instructions for an order; refuses when it is not payable or already has some."""
+    """New instructions for an order; refuses when it is not payable, already has live
+    ones, has too many still watched, or the account asked for too many lately."""
+    instructions_throttle_check(order.owner)
     instructions_prepare(method_code)  # refusals and any rate fetch before the lock
+    intent = _payment_intent_create_for_order(order=order, method_code=method_code, actor=actor)
+    instructions_throttle_hit(order.owner)
+    return intent
+
+
+@retry_lost_races
+def _payment_intent_create_for_order(*, order, method_code: str, actor) -> PaymentIntent:
     with transaction.atomic():
-        order = order_locks.lock_order(order.pk)
+        order = order_locks.lock_order(order.pk)  # account, then order
         order_selectors.order_check_payable(order)
         live = selectors.live_intent(selectors.intents_for_order(order=order))
         if live is not None:
@@ -288,6 +335,11 @@ def payment_intent_create_for_order(*, order, method_code: str, actor) -> Paymen
                     "id": live.pk,
                 }
             )
+        instructions_check_watched_cap(order=order)
+        # Keep the units while the customer pays: the offer is locked (if the hold lapsed)
+        # before the address counter, as the lock order says.
+        now = clock.now()
+        order_services.order_hold_extend(order=order, until=instructions_expiry(now), actor=actor)
         intent = payment_intent_create(
             owner=order.owner,
             method_code=method_code,
@@ -295,9 +347,8 @@ def payment_intent_create_for_order(*, order, method_code: str, actor) -> Paymen
             purpose=Purpose.ORDER,
             order=order,
             actor=actor,
+            now=now,
         )
-        # Keep the units while the customer pays.
-        order_services.order_hold_extend(order=order, until=intent.expires_at, actor=actor)
         audit_record(
             action="order.payment_instructions_created",
             target=order,
@@ -307,12 +358,46 @@ def payment_intent_create_for_order(*, order, method_code: str, actor) -> Paymen
     return intent
 
 
+class IntentClosed(Conflict):
+    """The instructions were closed because the order was settled otherwise or cancelled."""
+
+
+def _refuse_closed(intent: PaymentIntent) -> None:
+    if intent.closed_at is not None:
+        raise IntentClosed(
+            _(
+                "These instructions are closed (%(why)s): do not send anything to them. If "
+                "you already did, contact support with the order reference; nothing is lost."
+            )
+            % {"why": intent.get_closed_reason_display().lower()}
+        )
+
+
 def payment_intent_declare(*, intent: PaymentIntent, actor) -> PaymentIntent:
-    """ "I have paid": note it and ask the watchers for an early look. Moves no money."""
+    """ "I have paid": note it and ask the watchers for an early look. Moves no money.
+
+    Refused (409) on closed instructions, and throttled per account: each declaration
+    asks the chain watchers for an early scan.
+    """
+    if intent.declared_at is None:
+        throttle.check(
+            "payment_declare",
+            str(intent.owner_id),
+            message=_("You declared many payments in a short time."),
+        )
+    intent, declared_now = _payment_intent_declare(intent=intent, actor=actor)
+    if declared_now:
+        throttle.hit("payment_declare", str(intent.owner_id))
+    return intent
+
+
+@retry_lost_races
+def _payment_intent_declare(*, intent: PaymentIntent, actor) -> tuple[PaymentIntent, bool]:
     with transaction.atomic():
-        intent = locks.lock_intent(intent.pk)
+        intent = locks.lock_intent(intent.pk)  # account, order or top-up, then the intent
+        _refuse_closed(intent)
         if intent.declared_at is not None:
-            return intent
+            return intent, False
         now = clock.now()
         intent.declared_at = now
         intent.rescan_requested_at = now
@@ -327,7 +412,7 @@ def payment_intent_declare(*, intent: PaymentIntent, actor) -> PaymentIntent:
                 actor=actor,
                 after={"payment": str(intent.pk)},
             )
-    return intent
+    return intent, True
 
 
 def _request_rescan(network: str) -> None:
@@ -336,6 +421,7 @@ def _request_rescan(network: str) -> None:
     watch_network(network)
 
 
+@retry_lost_races
 def payment_intent_abandon(*, intent: PaymentIntent, actor) -> PaymentIntent:
     """The customer drops these instructions to pick another method.
 
@@ -344,7 +430,7 @@ def payment_intent_abandon(*, intent: PaymentIntent, actor) -> PaymentIntent:
     """
     with transaction.atomic():
         intent = locks.lock_intent(intent.pk)
-        if intent.abandoned_at is not None:
+        if intent.abandoned_at is not None or intent.closed_at is not None:
             return intent
         if intent.status not in {IntentStatus.PENDING, IntentStatus.EXPIRED}:
             raise Conflict(
@@ -364,3 +450,40 @@ def payment_intent_abandon(*, intent: PaymentIntent, actor) -> PaymentIntent:
                 after={"payment": str(intent.pk)},
             )
     return intent
+
+
+# Statuses closed with the order: nothing was received yet, or it is still unconfirmed.
+CLOSABLE_STATUSES = (IntentStatus.PENDING, IntentStatus.DETECTED, IntentStatus.EXPIRED)
+
+
+def payment_intents_close_for_order(
+    *, order, reason: str, actor=None, except_intent_id=None
+) -> list[PaymentIntent]:
+    """Close the order's unpaid instructions because it was settled otherwise or cancelled.
+
+    Called inside the order's transaction, with the order locked; `except_intent_id` is
+    the payment settling it, which stays open. The payment page then
+    says "do not send"; the address stays watched until `monitor_until`, and whatever
+    still arrives is recorded and goes to review (watching treats closed as decided).
+    """
+    if reason not in ClosedReason.values:
+        raise ValueError(reason)
+    now = clock.now()
+    closed = []
+    for intent in locks.lock_intents_of_order(
+        order_id=order.pk, closed_at__isnull=True, resolution="", status__in=CLOSABLE_STATUSES
+    ):
+        if except_intent_id is not None and str(intent.pk) == str(except_intent_id):
+            continue  # the payment that settles the order
+        intent.closed_at = now
+        intent.closed_reason = reason
+        intent.save(update_fields=["closed_at", "closed_reason"])
+        audit_record(
+            action="payment.closed",
+            target=intent,
+            actor=actor,
+            before={"status": intent.status},
+            after={"closed_reason": reason},
+        )
+        closed.append(intent)
+    return closed

@@ -78,7 +78,11 @@ def status(request, intent_id):
 @require_POST
 def declare(request, intent_id):
     intent = _owned_intent(request, intent_id)
-    services.payment_intent_declare(intent=intent, actor=request.user)
+    try:
+        services.payment_intent_declare(intent=intent, actor=request.user)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return redirect("payments:detail", intent_id=intent.pk)
     messages.success(
         request,
         _(

@@ -84,13 +84,14 @@ def classify(observed, intent: PaymentIntent | None, *, seen_at) -> str:
 
 
 def _closed(intent: PaymentIntent | None) -> bool:
-    """Allocated or decided by an operator (read fresh: the watcher's copy may be old)."""
+    """Allocated, decided by an operator, or closed with its order (read fresh: the
+    watcher's copy may be old)."""
     if intent is None:
         return False
-    status, resolution = PaymentIntent.objects.values_list("status", "resolution").get(
-        pk=intent.pk
-    )
-    return status == IntentStatus.ALLOCATED or bool(resolution)
+    status, resolution, closed_at = PaymentIntent.objects.values_list(
+        "status", "resolution", "closed_at"
+    ).get(pk=intent.pk)
+    return status == IntentStatus.ALLOCATED or bool(resolution) or closed_at is not None
 
 
 def transfer_record(observed: ObservedTransfer, *, intent, recorded_by=None) -> Transfer:
@@ -240,6 +241,12 @@ def payment_intent_reconcile(*, intent_id) -> PaymentIntent:
 
 def _allocate(intent: PaymentIntent) -> None:
     """Confirmed: give the money to what it paid for. On failure it waits for review."""
+    if intent.closed_at is not None:
+        # The order was settled otherwise or cancelled: this money is extra, never absorbed.
+        intent.review_reason = _(
+            "Confirmed after its instructions were closed (%(why)s): not allocated."
+        ) % {"why": intent.get_closed_reason_display().lower()}
+        return
     try:
         with transaction.atomic():
             if intent.purpose == Purpose.ORDER:
