@@ -157,3 +157,43 @@ def test_a_lapsed_order_paid_while_another_customer_takes_its_units(settings, ro
     settled = Order.objects.filter(offer=offer, payment_state=PaymentState.SETTLED)
     assert sum(o.units for o in settled) == 4
     assert LedgerEntry.objects.filter(kind=EntryKind.ORDER_CHARGE).count() == 1
+
+
+@pytest.mark.parametrize("round_", range(6))
+def test_pay_with_balance_cancel_and_new_instructions_never_deadlock(
+    configured, fresh_rates, round_
+):
+    """The issue's deadlock: paying locked the account then the order, while cancelling
+    and creating instructions locked the order and then inserted rows whose foreign key
+    takes a key-share lock on the account."""
+    account = make_user()
+    funded_account(account, "1000", make_user(staff=True))
+    orders = [make_order(owner=account, offer=make_offer(units_total=10)) for _ in range(2)]
+
+    def pay(order):
+        return lambda: ledger_services.order_pay_with_balance(order=order, actor=account)
+
+    def cancel(order):
+        return lambda: order_services.order_cancel(order=order, actor=account)
+
+    def new_instructions(order):
+        return lambda: payment_services.payment_intent_create_for_order(
+            order=order, method_code="usdt-tron", actor=account
+        )
+
+    calls = []
+    for order in orders:
+        calls += [cancel(order), pay(order), new_instructions(order), pay(order), cancel(order)]
+    outcomes, escaped = race(*calls)
+
+    assert escaped == []
+    assert None not in outcomes
+    for order in orders:
+        order.refresh_from_db()
+        charges = LedgerEntry.objects.filter(kind=EntryKind.ORDER_CHARGE, order=order).count()
+        assert order.payment_state in (PaymentState.SETTLED, PaymentState.CANCELLED)
+        assert charges == (order.payment_state == PaymentState.SETTLED)
+    settled = sum(o.payment_state == PaymentState.SETTLED for o in orders)
+    assert ledger_selectors.balance_available(account=account) == (
+        Decimal("1000.00") - settled * orders[0].total_usd
+    )
