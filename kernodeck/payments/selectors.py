@@ -164,7 +164,8 @@ def intent_balance(intent: PaymentIntent) -> dict:
     """
     due = int(intent.amount_base)
     received = int(intent.received_base)
-    outstanding = max(due - received, 0)
+    # Closed instructions (the order was paid otherwise or cancelled) are owed nothing.
+    outstanding = 0 if intent.closed_at else max(due - received, 0)
     scale = Decimal(10) ** intent.method.decimals
 
     def usd_of(units: int) -> Decimal:

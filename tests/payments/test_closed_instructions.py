@@ -92,6 +92,7 @@ def test_i_have_paid_on_closed_instructions_is_refused(api, configured, fresh_ra
     assert intent.declared_at is None
     shown = api.get(f"/api/v1/payments/{intent.pk}").json()
     assert shown["closed_reason"] == "order_cancelled" and shown["closed_at"]
+    assert shown["outstanding_base_units"] == "0"
 
 
 def test_paying_from_the_balance_closes_the_instructions(client, configured, fresh_rates):
