@@ -3,6 +3,7 @@
 from datetime import datetime
 
 from ninja import Router, Schema, Status
+from pydantic import StrictBool
 
 from kernodeck.core.money import usd_str
 from kernodeck.ledger import selectors, services
@@ -33,7 +34,8 @@ class TopUpOut(Schema):
 
 
 class PayWithBalanceIn(Schema):
-    confirm: bool = False
+    # Strict: only JSON true confirms paying after "I have paid", not "yes" or 1.
+    confirm: StrictBool = False
 
 
 class InsufficientOut(Schema):

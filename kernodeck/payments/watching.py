@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
 from kernodeck.core.errors import ServiceError
+from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_record
 from kernodeck.orders import services as order_services
 from kernodeck.payments import locks, reconciliation
@@ -201,6 +202,7 @@ def _seen(intent: PaymentIntent) -> list[reconciliation.Seen]:
     ]
 
 
+@retry_lost_races
 def payment_intent_reconcile(*, intent_id) -> PaymentIntent:
     """Recompute one intent's status from its transfers and apply it; settle on confirmed."""
     with transaction.atomic():

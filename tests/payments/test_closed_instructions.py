@@ -246,3 +246,31 @@ def test_operator_cannot_settle_an_order_already_paid_otherwise(configured, fres
     assert underpaid.resolution == ""
     review.review_credit_balance(intent_id=underpaid.pk, actor=operator, reason="extra")
     assert ledger_selectors.balance_available(account=order.owner) > 0
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({"confirm": "yes"}, 422),
+        ({"confirm": 1}, 422),
+        ({"confirm": "\u0663"}, 422),
+        ({"confirm": "a\u0000"}, 422),
+        ({"confirm": None}, 422),
+        ({}, 409),
+    ],
+)
+def test_a_confirmation_must_be_json_true(api, configured, fresh_rates, body, status):
+    funded_account(api.user, "1000", make_user(staff=True))
+    order = make_order(owner=api.user)
+    intent = services.payment_intent_create_for_order(
+        order=order, method_code="usdt-tron", actor=api.user
+    )
+    api_post(api, f"/payments/{intent.pk}/declare")
+
+    refused = api_post(api, f"/orders/{order.reference}/pay-with-balance", body)
+
+    assert refused.status_code == status
+    assert refused.json()["detail"]
+    order.refresh_from_db()
+    assert order.payment_state == PaymentState.AWAITING_PAYMENT
+    assert ledger_selectors.balance_available(account=api.user) == Decimal("1000.00")
