@@ -98,6 +98,7 @@ INSTALLED_APPS = [
     "kernodeck.notifications",
     "kernodeck.backoffice",
     "kernodeck.guides",
+    "kernodeck.sizing",
     "kernodeck.demo",
     "kernodeck.api",
 ]

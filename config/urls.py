@@ -13,6 +13,7 @@ admin.site.final_catch_all_view = False
 
 urlpatterns = [
     path("", include("kernodeck.guides.urls")),
+    path("", include("kernodeck.sizing.urls")),
     path("gpus/", include("kernodeck.catalog.urls")),
     path("orders/", include("kernodeck.orders.urls")),
     path("orders/<str:reference>/pay/", payments_views.order_pay, name="order_pay"),

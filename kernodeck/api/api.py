@@ -16,6 +16,7 @@ from kernodeck.core.errors import InvalidInput, ServiceError, Throttled
 from kernodeck.ledger.api import router as ledger_router
 from kernodeck.orders.api import router as orders_router
 from kernodeck.payments.api import router as payments_router
+from kernodeck.sizing.api import router as sizing_router
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ api.add_router("/", catalog_router)
 api.add_router("/", orders_router)
 api.add_router("/", payments_router)
 api.add_router("/", ledger_router)
+api.add_router("/", sizing_router)
 
 
 def _detail(request, message: str, status: int, headers: dict | None = None):

@@ -1,6 +1,7 @@
 from django.shortcuts import render
 
 from kernodeck.guides import faq as faq_content
+from kernodeck.sizing.guides import GUIDE_FOR_FAQ
 
 
 def home(request):
@@ -8,4 +9,9 @@ def home(request):
 
 
 def faq(request):
-    return render(request, "guides/faq.html", {"sections": faq_content.SECTIONS})
+    # Each section's entries with the practical guide that goes deeper, when there is one.
+    sections = [
+        (section, [(entry, GUIDE_FOR_FAQ.get(entry.slug)) for entry in section.entries])
+        for section in faq_content.SECTIONS
+    ]
+    return render(request, "guides/faq.html", {"sections": sections})

@@ -1,0 +1,112 @@
+"""POST /api/v1/sizing: the memory estimate and the catalog offers that fit. Public."""
+
+from typing import Annotated, Literal
+
+from ninja import Field, Router, Schema
+
+from kernodeck.sizing import estimator
+from kernodeck.sizing.selectors import (
+    architecture_from_input,
+    assumptions_in_words,
+    recommendation_note,
+    sizing_report,
+)
+
+router = Router(tags=["sizing"])
+
+
+def _count(maximum: int):
+    # strict: JSON numbers only, so "٣", "³" or "12" as strings are refused, not coerced.
+    return Annotated[int, Field(strict=True, ge=1, le=maximum)]
+
+
+class ArchitectureIn(Schema):
+    layers: _count(1024)
+    hidden_size: _count(131_072)
+    intermediate_size: _count(1_048_576)
+    attention_heads: _count(1024)
+    kv_heads: _count(1024)
+    head_dim: _count(4096)
+    vocab_size: _count(10_000_000)
+    parameters: _count(10**13) | None = None
+    experts: _count(1024) | None = None
+    experts_per_token: _count(1024) | None = None
+    gated_mlp: Annotated[bool, Field(strict=True)] = True
+    tied_embeddings: Annotated[bool, Field(strict=True)] = False
+
+
+class SizingIn(Schema):
+    preset: Annotated[str, Field(max_length=40)] | None = None
+    architecture: ArchitectureIn | None = None
+    mode: Literal["inference", "training"] = "inference"
+    precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"
+    batch_size: _count(65_536) = 1
+    sequence_length: _count(10_485_760) = 2048
+    optimizer: Literal["adamw", "adamw8bit", "sgd"] = "adamw"
+    finetune: Literal["full", "lora", "qlora"] = "full"
+    gradient_checkpointing: Annotated[bool, Field(strict=True)] = False
+    gpus: _count(estimator.MAX_GPUS) = 1
+
+
+class RecommendationOut(Schema):
+    offer: str
+    gpu: str
+    backend: str
+    memory_gib: int
+    gpus_per_unit: int
+    fits_one_gpu: bool
+    fits_as_requested: bool
+    gpus_needed_if_sharded: int | None
+    units_needed_if_sharded: int | None
+    note: str
+
+
+class SizingOut(Schema):
+    model: str
+    parameters: int
+    trainable_parameters: int
+    gpus: int
+    per_gpu_gib: float
+    total_gib: float
+    breakdown: dict[str, float]
+    margin: float
+    assumptions: list[str]
+    recommendations: list[RecommendationOut]
+
+
+def report_out(report) -> dict:
+    return {
+        "model": report.label,
+        "parameters": report.estimate.parameters,
+        "trainable_parameters": report.estimate.trainable_parameters,
+        "gpus": report.workload.gpus,
+        "per_gpu_gib": report.per_gpu_gib,
+        "total_gib": report.total_gib,
+        "breakdown": report.breakdown,
+        "margin": estimator.MARGIN,
+        "assumptions": assumptions_in_words(report.estimate),
+        "recommendations": [
+            {
+                "offer": r.slug,
+                "gpu": r.gpu,
+                "backend": r.backend,
+                "memory_gib": r.memory_gib,
+                "gpus_per_unit": r.gpus_per_unit,
+                "fits_one_gpu": r.fits_one_gpu,
+                "fits_as_requested": r.fits_as_requested,
+                "gpus_needed_if_sharded": r.gpus_needed_if_sharded,
+                "units_needed_if_sharded": r.units_needed_if_sharded,
+                "note": str(recommendation_note(r)),
+            }
+            for r in report.recommendations
+        ],
+    }
+
+
+@router.post("/sizing", auth=None, response=SizingOut)
+def sizing(request, payload: SizingIn):
+    """Estimate a workload's GPU memory and compare it with every active offer (R21)."""
+    data = payload.dict()
+    architecture = data.pop("architecture")
+    label, arch = architecture_from_input(preset=data.pop("preset"), architecture=architecture)
+    return report_out(sizing_report(label=label, workload=estimator.Workload(arch, **data)))

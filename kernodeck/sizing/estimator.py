@@ -1,0 +1,379 @@
+"""GPU memory estimator: how much memory a transformer workload needs, part by part.
+
+A pure module (no Django, no I/O) so the web page, the API, the calibration tests and the
+environment check's `--measure` helper all compute the same numbers. Sizes are in bytes inside
+and in GiB (2**30 bytes) in the result.
+
+Formulas and where they come from
+---------------------------------
+- Parameters, when not given, are counted from the architecture: embeddings (vocabulary x
+  hidden, twice when input and output embeddings are not tied), attention projections
+  (hidden x heads x head_dim for Q and O, hidden x kv_heads x head_dim for K and V), the MLP
+  (3 x hidden x intermediate for gated SwiGLU/GeGLU blocks, 2 x for plain ones, times the
+  experts for a mixture of experts, plus the router) and the norms. This is the count the
+  published model cards give (Llama-2-7B: 6,738,415,616).
+- Weights = parameters x bytes per parameter (fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.5).
+  Weight quantization (fp8; bitsandbytes LLM.int8 and NF4, Dettmers et al. 2022 and 2023)
+  leaves the embeddings and the output head in 16 bits and stores one fp32 scale per block of
+  64 weights for 4 bits (0.0625 byte per parameter); see the Hugging Face guide "Optimizing
+  LLMs for speed and memory" (von Platen, 2023).
+- KV cache = 2 (keys and values) x layers x kv_heads x head_dim x bytes per element x tokens
+  x batch (the same guide; Shazeer 2019 and Ainslie et al. 2023 for multi-query and grouped-
+  query attention, which is why kv_heads, not attention heads, sets its size). The cache is
+  kept in the compute precision: 16 bits, or 32 for fp32.
+- Training model states follow ZeRO (Rajbhandari et al. 2020): mixed-precision AdamW keeps
+  16-bit weights (2 bytes) and gradients (2) plus fp32 master weights, momentum and variance
+  (12): 16 bytes per trained parameter (18 when gradients are accumulated in fp32). 8-bit
+  AdamW (Dettmers et al. 2021) stores the two moments in 1 byte each; SGD with momentum keeps
+  one fp32 state. LoRA (Hu et al. 2021) and QLoRA (Dettmers et al. 2023) train small rank-r
+  adapters on every linear layer of the blocks while the base weights stay frozen: no
+  gradients or optimizer states for those.
+- Activations follow Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
+  Transformer Models"), whose per-layer figure is s*b*h*(34 + 5*a*s/h) bytes in 16 bits. We
+  adapt its terms to current models: the MLP terms use the real intermediate size and gating
+  instead of 4h, there are no dropout masks, and memory-efficient attention (FlashAttention,
+  PyTorch SDPA) keeps the output and its log-sum-exp instead of the a*s*s score matrices.
+  With full recomputation (gradient checkpointing) only each layer's input is kept, plus one
+  layer being recomputed. The loss adds the logits (batch x sequence x vocabulary) in 16 bits
+  plus an fp32 copy and its gradient.
+- Inference activations are transient: one layer's intermediate tensors at a time for the
+  whole prompt, plus the last position's logits in fp32.
+- Overhead: the CUDA (or ROCm) context and library workspaces, typically 0.3 to 1 GiB per GPU
+  depending on the card, driver and CUDA version (PyTorch "CUDA semantics" notes), counted
+  as 0.5 GiB, plus 5 % of the tensors for the caching allocator's fragmentation. Run
+  `kernodeck-envcheck` to measure the context on a real machine.
+
+Sharding over n GPUs (tensor parallelism, FSDP or ZeRO-3) divides the weights, gradients,
+optimizer states and KV cache by n; each GPU still holds the activations of the batch it
+processes and its own context. Without sharding, GPUs do not pool memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+GIB = 2**30
+
+PRECISION_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+QUANTIZED = {"fp8", "int8", "int4"}
+# bitsandbytes NF4/FP4 keep one fp32 absmax per block of 64 weights.
+INT4_SCALE_BYTES = 4 / 64
+MODES = ("inference", "training")
+OPTIMIZERS = ("adamw", "adamw8bit", "sgd")
+FINETUNES = ("full", "lora", "qlora")
+FULL_TRAINING_PRECISIONS = ("fp32", "bf16", "fp16")
+
+# Optimizer bytes per trained parameter, on top of weights and gradients (ZeRO, section 3).
+OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw8bit": 2.0, "sgd": 4.0}
+FP32_MASTER_BYTES = 4.0
+
+CONTEXT_BYTES = 0.5 * GIB
+FRAGMENTATION = 0.05
+LORA_RANK = 16
+MARGIN = 0.20
+MAX_GPUS = 64
+
+PARTS = ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead")
+SHARDED_PARTS = ("weights", "kv_cache", "gradients", "optimizer")
+
+
+class EstimateError(ValueError):
+    """An input the estimator cannot size; `field` names it, the message says why."""
+
+    def __init__(self, message: str, *, field: str):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A decoder or encoder transformer as its config file describes it."""
+
+    layers: int
+    hidden_size: int
+    intermediate_size: int
+    attention_heads: int
+    kv_heads: int
+    head_dim: int
+    vocab_size: int
+    parameters: int | None = None
+    experts: int = 1
+    experts_per_token: int = 1
+    gated_mlp: bool = True
+    tied_embeddings: bool = False
+
+    def embedding_parameters(self) -> int:
+        return self.vocab_size * self.hidden_size * (1 if self.tied_embeddings else 2)
+
+    def layer_linear_parameters(self) -> int:
+        """Weights of one block's linear layers (attention and every expert's MLP)."""
+        h, d = self.hidden_size, self.head_dim
+        attention = 2 * h * self.attention_heads * d + 2 * h * self.kv_heads * d
+        mlp = (3 if self.gated_mlp else 2) * h * self.intermediate_size
+        router = h * self.experts if self.experts > 1 else 0
+        return attention + mlp * self.experts + router
+
+    def counted_parameters(self) -> int:
+        norms = 2 * self.hidden_size * self.layers + self.hidden_size
+        return self.embedding_parameters() + self.layers * self.layer_linear_parameters() + norms
+
+    def total_parameters(self) -> int:
+        return self.parameters or self.counted_parameters()
+
+    def lora_parameters(self, rank: int = LORA_RANK) -> int:
+        """Rank-r adapters (A: in x r, B: r x out) on every linear layer of every block."""
+        h, d, i = self.hidden_size, self.head_dim, self.intermediate_size
+        q_o = 2 * rank * (h + self.attention_heads * d)
+        k_v = 2 * rank * (h + self.kv_heads * d)
+        mlp = (3 if self.gated_mlp else 2) * rank * (h + i) * self.experts
+        return self.layers * (q_o + k_v + mlp)
+
+
+@dataclass(frozen=True)
+class Workload:
+    architecture: Architecture
+    mode: str = "inference"
+    precision: str = "bf16"
+    batch_size: int = 1
+    sequence_length: int = 2048
+    optimizer: str = "adamw"
+    finetune: str = "full"
+    gradient_checkpointing: bool = False
+    gpus: int = 1
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Bytes per part for the whole job and for one GPU, with the assumptions in words."""
+
+    per_gpu: dict[str, float]
+    total: dict[str, float]
+    parameters: int
+    trainable_parameters: int
+    # (key, values) pairs; the page and the API put them into words in the reader's language.
+    assumptions: tuple[tuple[str, dict], ...] = field(default_factory=tuple)
+
+    @property
+    def per_gpu_bytes(self) -> float:
+        return sum(self.per_gpu.values())
+
+    @property
+    def total_bytes(self) -> float:
+        return sum(self.total.values())
+
+    @property
+    def tensor_bytes(self) -> float:
+        """What torch.cuda.max_memory_allocated would report on one GPU: all but overhead."""
+        return self.per_gpu_bytes - self.per_gpu["overhead"]
+
+    def per_gpu_gib(self) -> float:
+        return self.per_gpu_bytes / GIB
+
+    def as_gib(self) -> dict[str, float]:
+        return {part: self.per_gpu[part] / GIB for part in PARTS}
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def weight_bytes(arch: Architecture, precision: str) -> float:
+    """Weights in memory; quantized formats keep embeddings and the head in 16 bits."""
+    params = arch.total_parameters()
+    if precision not in QUANTIZED:
+        return params * PRECISION_BYTES[precision]
+    embeddings = min(arch.embedding_parameters(), params)
+    per_param = PRECISION_BYTES[precision] + (INT4_SCALE_BYTES if precision == "int4" else 0)
+    return (params - embeddings) * per_param + embeddings * 2.0
+
+
+def compute_bytes(precision: str) -> float:
+    """Bytes per element of activations and KV cache: fp32 stays fp32, the rest compute in 16."""
+    return 4.0 if precision == "fp32" else 2.0
+
+
+def kv_cache_bytes(arch: Architecture, *, batch_size: int, tokens: int, precision: str) -> float:
+    """2 x layers x kv_heads x head_dim x bytes, per token of every sequence."""
+    per_token = 2 * arch.layers * arch.kv_heads * arch.head_dim * compute_bytes(precision)
+    return per_token * tokens * batch_size
+
+
+def layer_activation_bytes_per_token(arch: Architecture, precision: str) -> float:
+    """Bytes one block keeps for backward per token (Korthikanti et al., adapted; see module)."""
+    unit = compute_bytes(precision) / 2  # the paper counts 16-bit values: 2 bytes each
+    h, i = arch.hidden_size, arch.intermediate_size
+    q = arch.attention_heads * arch.head_dim
+    kv = arch.kv_heads * arch.head_dim
+    # Norm inputs (2 x 2h); attention: its input, Q, K, V, and its output (the O input).
+    norms = 4 * h
+    attention = 2 * h + 2 * q + 4 * kv + 2 * q
+    # MLP: its input, then per active expert the up/gate outputs, activation and product.
+    per_expert = (8 if arch.gated_mlp else 4) * i
+    mlp = 2 * h + per_expert * max(1, arch.experts_per_token)
+    return unit * (norms + attention + mlp)
+
+
+def training_activation_bytes(arch: Architecture, w: Workload) -> float:
+    tokens = w.batch_size * w.sequence_length
+    unit = compute_bytes(w.precision)
+    layer = layer_activation_bytes_per_token(arch, w.precision)
+    if w.gradient_checkpointing:
+        # Each block's input is kept; one block at a time is recomputed in full.
+        blocks = tokens * (arch.layers * unit * arch.hidden_size + layer)
+    else:
+        blocks = tokens * arch.layers * layer
+    logits = tokens * arch.vocab_size * (unit + 8.0)
+    return blocks + logits
+
+
+def inference_activation_bytes(arch: Architecture, w: Workload) -> float:
+    """The largest transient set during prefill: one block's tensors for the whole prompt."""
+    tokens = w.batch_size * w.sequence_length
+    layer = layer_activation_bytes_per_token(arch, w.precision)
+    logits = w.batch_size * arch.vocab_size * 4.0
+    return tokens * layer + logits
+
+
+def validate(w: Workload) -> None:
+    """Refuse what cannot be sized, naming the field and saying why."""
+    a = w.architecture
+    positive = {
+        "layers": a.layers,
+        "hidden_size": a.hidden_size,
+        "intermediate_size": a.intermediate_size,
+        "attention_heads": a.attention_heads,
+        "kv_heads": a.kv_heads,
+        "head_dim": a.head_dim,
+        "vocab_size": a.vocab_size,
+        "experts": a.experts,
+        "experts_per_token": a.experts_per_token,
+    }
+    for name, value in positive.items():
+        if value < 1:
+            raise EstimateError("must be a whole number of at least 1.", field=name)
+    if a.kv_heads > a.attention_heads:
+        raise EstimateError("cannot exceed attention_heads.", field="kv_heads")
+    if a.attention_heads % a.kv_heads:
+        raise EstimateError("must divide attention_heads evenly.", field="kv_heads")
+    if a.experts_per_token > a.experts:
+        raise EstimateError("cannot exceed experts.", field="experts_per_token")
+    if a.parameters is not None and a.parameters < 1:
+        raise EstimateError("must be a whole number of at least 1.", field="parameters")
+    if w.mode not in MODES:
+        raise EstimateError("must be inference or training.", field="mode")
+    if w.precision not in PRECISION_BYTES:
+        raise EstimateError("must be one of fp32, bf16, fp16, fp8, int8, int4.", field="precision")
+    if w.batch_size < 1:
+        raise EstimateError("must be at least 1.", field="batch_size")
+    if w.sequence_length < 1:
+        raise EstimateError("must be at least 1.", field="sequence_length")
+    if not 1 <= w.gpus <= MAX_GPUS:
+        raise EstimateError(f"must be between 1 and {MAX_GPUS}.", field="gpus")
+    if w.mode == "training":
+        if w.optimizer not in OPTIMIZERS:
+            raise EstimateError("must be adamw, adamw8bit or sgd.", field="optimizer")
+        if w.finetune not in FINETUNES:
+            raise EstimateError("must be full, lora or qlora.", field="finetune")
+        if w.finetune == "full" and w.precision not in FULL_TRAINING_PRECISIONS:
+            raise EstimateError(
+                "full fine-tuning trains every weight: choose fp32, bf16 or fp16 "
+                "(or LoRA/QLoRA for quantized weights).",
+                field="precision",
+            )
+        if w.finetune == "qlora" and w.precision != "int4":
+            raise EstimateError(
+                "QLoRA keeps the base weights in 4 bits: choose int4 (or LoRA).",
+                field="precision",
+            )
+
+
+def estimate(w: Workload) -> Estimate:
+    """Every part in bytes, for the whole job and per GPU, after `validate`."""
+    validate(w)
+    arch = w.architecture
+    params = arch.total_parameters()
+    unit = compute_bytes(w.precision)
+    total = dict.fromkeys(PARTS, 0.0)
+    total["weights"] = weight_bytes(arch, w.precision)
+    trainable = 0
+    notes: list[tuple[str, dict]] = [
+        (
+            "weights",
+            {
+                "parameters": params,
+                "bytes": PRECISION_BYTES[w.precision],
+                "quantized": w.precision in QUANTIZED,
+            },
+        )
+    ]
+    if w.mode == "inference":
+        total["kv_cache"] = kv_cache_bytes(
+            arch, batch_size=w.batch_size, tokens=w.sequence_length, precision=w.precision
+        )
+        total["activations"] = inference_activation_bytes(arch, w)
+        notes.append(
+            (
+                "kv_cache",
+                {
+                    "batch": w.batch_size,
+                    "tokens": w.sequence_length,
+                    "bits": int(8 * unit),
+                    "kv_heads": arch.kv_heads,
+                },
+            )
+        )
+    else:
+        if w.finetune == "full":
+            trainable = params
+            mixed = w.precision != "fp32"
+            total["gradients"] = trainable * PRECISION_BYTES[w.precision]
+            master = FP32_MASTER_BYTES if mixed else 0.0
+            total["optimizer"] = trainable * (OPTIMIZER_STATE_BYTES[w.optimizer] + master)
+            notes.append(("full", {"mixed": mixed, "optimizer": w.optimizer}))
+        else:
+            trainable = arch.lora_parameters()
+            # Adapters train in fp32: their weights, gradients and optimizer states.
+            total["weights"] += trainable * 4.0
+            total["gradients"] = trainable * 4.0
+            total["optimizer"] = trainable * OPTIMIZER_STATE_BYTES[w.optimizer]
+            notes.append(
+                (
+                    "adapters",
+                    {"method": w.finetune, "rank": LORA_RANK, "trainable": trainable},
+                )
+            )
+        total["activations"] = training_activation_bytes(arch, w)
+        notes.append(("activations", {"checkpointing": w.gradient_checkpointing}))
+    n = w.gpus
+    per_gpu = {part: total[part] / n if part in SHARDED_PARTS else total[part] for part in PARTS}
+    per_gpu_tensors = sum(per_gpu.values())
+    per_gpu["overhead"] = CONTEXT_BYTES + FRAGMENTATION * per_gpu_tensors
+    total["activations"] = per_gpu["activations"] * n
+    total["overhead"] = per_gpu["overhead"] * n
+    if n > 1:
+        notes.append(("sharded", {"gpus": n}))
+    notes.append(("overhead", {}))
+    return Estimate(
+        per_gpu=per_gpu,
+        total=total,
+        parameters=params,
+        trainable_parameters=trainable,
+        assumptions=tuple(notes),
+    )
+
+
+def gpus_needed(w: Workload, *, memory_gib: float, margin: float = MARGIN) -> int | None:
+    """The fewest GPUs of `memory_gib` that hold the job with the margin when it shards."""
+    for n in range(1, MAX_GPUS + 1):
+        per_gpu = estimate(with_gpus(w, n)).per_gpu_bytes
+        if per_gpu * (1 + margin) <= memory_gib * GIB:
+            return n
+    return None
+
+
+def fits(per_gpu_bytes: float, *, memory_gib: float, margin: float = MARGIN) -> bool:
+    return per_gpu_bytes * (1 + margin) <= memory_gib * GIB
+
+
+def with_gpus(w: Workload, n: int) -> Workload:
+    return replace(w, gpus=n)

@@ -1,0 +1,220 @@
+"""Reads for the sizing page and API: a workload from the customer's input, its estimate, and
+how it compares with the active catalog offers (read through the catalog's selectors).
+
+Only offer identity, memory per card and GPUs per unit are used: availability is the
+catalog's business and changes minute to minute; the fit of a job does not.
+"""
+
+from dataclasses import dataclass
+from math import ceil
+
+from django.utils.translation import gettext as _
+
+from kernodeck.catalog import selectors as catalog_selectors
+from kernodeck.catalog.models import MAX_UNITS
+from kernodeck.core.errors import InvalidInput
+from kernodeck.sizing import estimator
+from kernodeck.sizing.presets import PRESETS
+
+ARCHITECTURE_FIELDS = (
+    "layers",
+    "hidden_size",
+    "intermediate_size",
+    "attention_heads",
+    "kv_heads",
+    "head_dim",
+    "vocab_size",
+)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    slug: str
+    gpu: str
+    backend: str
+    memory_gib: int
+    gpus_per_unit: int
+    fits_one_gpu: bool
+    fits_as_requested: bool
+    gpus_needed_if_sharded: int | None
+    units_needed_if_sharded: int | None
+    within_order_limit: bool
+
+
+@dataclass(frozen=True)
+class SizingReport:
+    workload: estimator.Workload
+    label: str
+    estimate: estimator.Estimate
+    single_gpu: estimator.Estimate
+    recommendations: list[Recommendation]
+
+    @property
+    def per_gpu_gib(self) -> float:
+        return round(self.estimate.per_gpu_bytes / estimator.GIB, 2)
+
+    @property
+    def total_gib(self) -> float:
+        return round(self.estimate.total_bytes / estimator.GIB, 2)
+
+    @property
+    def breakdown(self) -> dict[str, float]:
+        return {part: round(v, 2) for part, v in self.estimate.as_gib().items()}
+
+
+def architecture_from_input(*, preset: str | None, architecture: dict | None):
+    """The preset's published architecture, or the one given; exactly one of the two."""
+    if preset and architecture:
+        raise InvalidInput(_("give either a preset or an architecture, not both."), field="preset")
+    if preset:
+        if preset not in PRESETS:
+            raise InvalidInput(
+                _("unknown preset; choose one of: %(names)s.") % {"names": ", ".join(PRESETS)},
+                field="preset",
+            )
+        return PRESETS[preset]
+    if not architecture:
+        raise InvalidInput(_("give a preset or an architecture."), field="preset")
+    missing = [name for name in ARCHITECTURE_FIELDS if architecture.get(name) is None]
+    if missing:
+        raise InvalidInput(_("this field is required."), field=f"architecture.{missing[0]}")
+    values = {name: architecture[name] for name in ARCHITECTURE_FIELDS}
+    experts = architecture.get("experts") or 1
+    values.update(
+        parameters=architecture.get("parameters") or None,
+        experts=experts,
+        experts_per_token=architecture.get("experts_per_token") or min(2, experts),
+        gated_mlp=architecture.get("gated_mlp", True),
+        tied_embeddings=architecture.get("tied_embeddings", False),
+    )
+    return _("Custom architecture"), estimator.Architecture(**values)
+
+
+def _checked(workload: estimator.Workload) -> estimator.Estimate:
+    try:
+        return estimator.estimate(workload)
+    except estimator.EstimateError as error:
+        raise InvalidInput(_(error.message), field=error.field) from None
+
+
+def sizing_report(*, label: str, workload: estimator.Workload) -> SizingReport:
+    """The estimate for the workload and, for every active offer, whether and how it fits."""
+    estimate = _checked(workload)
+    single = estimate if workload.gpus == 1 else _checked(estimator.with_gpus(workload, 1))
+    recommendations = []
+    for offer in catalog_selectors.offers_active():
+        needed = estimator.gpus_needed(workload, memory_gib=offer.memory_gib)
+        units = ceil(needed / offer.gpus_per_unit) if needed else None
+        recommendations.append(
+            Recommendation(
+                slug=offer.slug,
+                gpu=offer.gpu_model,
+                backend=offer.get_backend_display(),
+                memory_gib=offer.memory_gib,
+                gpus_per_unit=offer.gpus_per_unit,
+                fits_one_gpu=estimator.fits(single.per_gpu_bytes, memory_gib=offer.memory_gib),
+                fits_as_requested=estimator.fits(
+                    estimate.per_gpu_bytes, memory_gib=offer.memory_gib
+                ),
+                gpus_needed_if_sharded=needed,
+                units_needed_if_sharded=units,
+                within_order_limit=units is not None and units <= MAX_UNITS,
+            )
+        )
+    recommendations.sort(
+        key=lambda r: (not r.fits_one_gpu, r.gpus_needed_if_sharded or 10**6, r.memory_gib)
+    )
+    return SizingReport(
+        workload=workload,
+        label=label,
+        estimate=estimate,
+        single_gpu=single,
+        recommendations=recommendations,
+    )
+
+
+def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
+    """The estimator's assumptions as sentences in the active language."""
+    sentences = []
+    for key, values in estimate.assumptions:
+        if key == "weights":
+            text = _("%(parameters)s parameters at %(bytes)s bytes each.") % {
+                "parameters": f"{values['parameters']:,}",
+                "bytes": f"{values['bytes']:g}",
+            }
+            if values["quantized"]:
+                text += " " + _(
+                    "Quantized formats keep the embeddings and the output head in 16 bits."
+                )
+        elif key == "kv_cache":
+            text = (
+                _(
+                    "KV cache for %(batch)s sequence(s) of %(tokens)s tokens (prompt plus "
+                    "generated tokens), %(bits)s-bit values, %(kv_heads)s key/value heads."
+                )
+                % values
+            )
+        elif key == "full":
+            text = _("Full fine-tuning: every weight has a gradient and optimizer state.")
+            if values["mixed"]:
+                text += " " + _("Mixed precision adds an fp32 master copy of the weights.")
+        elif key == "adapters":
+            text = _(
+                "%(method)s: the base weights are frozen; rank-%(rank)s adapters on every linear "
+                "layer train %(trainable)s parameters."
+            ) % {
+                "method": values["method"]
+                .upper()
+                .replace("QLORA", "QLoRA")
+                .replace("LORA", "LoRA"),
+                "rank": values["rank"],
+                "trainable": f"{values['trainable']:,}",
+            }
+        elif key == "activations":
+            text = _(
+                "Activations kept for the backward pass after Korthikanti et al. (2022), with "
+                "memory-efficient attention."
+            )
+            if values["checkpointing"]:
+                text += " " + _("Gradient checkpointing keeps only each layer's input.")
+        elif key == "sharded":
+            text = (
+                _(
+                    "Sharded over %(gpus)s GPUs: weights, gradients, optimizer states and KV "
+                    "cache are divided between them; each GPU keeps its own activations and "
+                    "context."
+                )
+                % values
+            )
+        else:
+            text = _(
+                "Overhead: 0.5 GiB of CUDA/ROCm context per GPU plus 5 percent of the tensors for "
+                "allocator fragmentation."
+            )
+        sentences.append(text)
+    return sentences
+
+
+def recommendation_note(r: Recommendation) -> str:
+    """One sentence per offer: fits, fits only when sharded, or does not fit (R21)."""
+    values = {"gpu": r.gpu, "n": r.gpus_needed_if_sharded, "units": r.units_needed_if_sharded}
+    if r.fits_one_gpu:
+        return _("Fits on one %(gpu)s with the 20%% margin.") % values
+    if r.gpus_needed_if_sharded is None:
+        return (
+            _(
+                "Does not fit %(gpu)s even when sharded: the activations and context alone exceed "
+                "one card. Reduce the batch or sequence length, or use gradient checkpointing."
+            )
+            % values
+        )
+    text = (
+        _(
+            "Needs %(n)s x %(gpu)s (%(units)s unit(s)) and a program that shards the model across "
+            "them; GPUs do not pool their memory otherwise."
+        )
+        % values
+    )
+    if not r.within_order_limit:
+        text += " " + _("That is more units than one order allows (10).")
+    return text

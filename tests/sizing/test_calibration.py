@@ -1,0 +1,116 @@
+"""The estimator against published, measured peaks.
+
+Each case names its source and conditions. The published figures are peaks of
+`torch.cuda.max_memory_allocated()`, which counts tensors only, so they are compared with
+`Estimate.tensor_bytes` (everything but the context and fragmentation overhead).
+Target: within 10 %. One case does not reach it and keeps its real tolerance (see its
+docstring).
+"""
+
+import pytest
+
+from kernodeck.sizing.estimator import GIB, Architecture, Workload, estimate
+from kernodeck.sizing.presets import PRESETS
+
+GB = 10**9
+LLAMA2_7B = PRESETS["llama-2-7b"][1]
+# meta-llama/Llama-2-13b-hf config.json.
+LLAMA2_13B = Architecture(40, 5120, 13824, 40, 40, 128, 32000, parameters=13_015_864_320)
+# bigcode/octocoder (GPT-BigCode, StarCoder's architecture): multi-query attention, plain MLP.
+OCTOCODER = Architecture(
+    40, 6144, 24576, 48, 1, 128, 49152, parameters=15_517_462_528, gated_mlp=False
+)
+# The Alpaca sample with the most Llama 2 tokens, per the LitGPT table's notes.
+ALPACA_LONGEST_LLAMA2 = 1304
+
+
+def relative_error(workload, measured_bytes):
+    predicted = estimate(workload).tensor_bytes
+    return (predicted - measured_bytes) / measured_bytes
+
+
+def test_litgpt_llama2_7b_inference_bf16():
+    """LitGPT tutorials/resource-tables.md (updated 2023-10-20, commit 8641822), "Single-GPU
+    Inference": Llama 2 7B, no quantization, 1 x A100-SXM4-40GB, bf16-true, PyTorch 2.1.0:
+    13.52 GB (10**9 bytes; LitGPT prints max_memory_allocated / 1e9). Short prompt, 50 new
+    tokens by default."""
+    error = relative_error(Workload(LLAMA2_7B, sequence_length=64), 13.52 * GB)
+    assert abs(error) <= 0.10, error
+
+
+def test_litgpt_llama2_13b_inference_bf16():
+    """Same LitGPT table: Llama 2 13B, no quantization, 1 x A100: 26.21 GB."""
+    error = relative_error(Workload(LLAMA2_13B, sequence_length=64), 26.21 * GB)
+    assert abs(error) <= 0.10, error
+
+
+def test_litgpt_llama2_7b_inference_nf4():
+    """Same LitGPT table: Llama 2 7B, bnb.nf4 (bitsandbytes 0.41.1), 1 x A100: 4.57 GB."""
+    error = relative_error(Workload(LLAMA2_7B, precision="int4", sequence_length=64), 4.57 * GB)
+    assert abs(error) <= 0.10, error
+
+
+def test_litgpt_llama2_13b_inference_nf4():
+    """Same LitGPT table: Llama 2 13B, bnb.nf4, 1 x A100: 8.32 GB."""
+    error = relative_error(Workload(LLAMA2_13B, precision="int4", sequence_length=64), 8.32 * GB)
+    assert abs(error) <= 0.10, error
+
+
+@pytest.mark.parametrize(("microbatch", "measured_gb"), [(1, 21.30), (2, 29.07)])
+def test_litgpt_llama2_7b_lora(microbatch, measured_gb):
+    """Same LitGPT file, "Finetuning with LoRA on 1 GPU": finetune/lora.py on 1 x A100,
+    bf16-true, Alpaca (longest sample 1,304 Llama 2 tokens), no quantization, 4,194,304
+    trainable parameters (rank 8 on q and v; our estimate assumes rank 16 on every linear
+    layer, a few hundred MB more of adapter state): micro-batch 1: 21.30 GB, 2: 29.07 GB."""
+    workload = Workload(
+        LLAMA2_7B,
+        mode="training",
+        finetune="lora",
+        batch_size=microbatch,
+        sequence_length=ALPACA_LONGEST_LLAMA2,
+    )
+    error = relative_error(workload, measured_gb * GB)
+    assert abs(error) <= 0.10, error
+
+
+def test_litgpt_llama2_13b_lora():
+    """Same LitGPT table: Llama 2 13B, LoRA, micro-batch 1, no quantization: 38.12 GB."""
+    workload = Workload(
+        LLAMA2_13B, mode="training", finetune="lora", sequence_length=ALPACA_LONGEST_LLAMA2
+    )
+    error = relative_error(workload, 38.12 * GB)
+    assert abs(error) <= 0.10, error
+
+
+def test_litgpt_llama2_7b_qlora_nf4_is_within_20_percent_only():
+    """Same LitGPT table: Llama 2 7B, LoRA with bnb.nf4 base weights, micro-batch 1:
+    14.14 GB. The estimator says about 11.6 GB (-18 %): the measured run holds about 2 GB
+    more than the 4-bit weights, adapters and activations explain (dequantized weight copies
+    and bitsandbytes buffers during the backward pass, which the estimator does not model).
+    Kept at its real tolerance, 20 %, and reported as not calibrated to 10 %."""
+    workload = Workload(
+        LLAMA2_7B,
+        mode="training",
+        finetune="qlora",
+        precision="int4",
+        sequence_length=ALPACA_LONGEST_LLAMA2,
+    )
+    error = relative_error(workload, 14.14 * GB)
+    assert abs(error) <= 0.20, error
+    assert error < -0.10  # still short of 10 %: tighten this case when the model improves
+
+
+@pytest.mark.parametrize(
+    ("precision", "measured_gib"),
+    [("bf16", 29.0260648727417), ("int8", 15.219234466552734), ("int4", 9.543574333190918)],
+)
+def test_hugging_face_octocoder_generation(precision, measured_gib):
+    """Hugging Face, "Optimizing LLMs for speed and memory" (P. von Platen, 2023; blog post
+    optimize-llm.md and the Transformers guide llm_tutorial_optimization): bigcode/octocoder
+    (15.5B) loaded with torch_dtype=bfloat16, then load_in_8bit=True, then load_in_4bit=True
+    (bitsandbytes), generating 60 new tokens for a one-line prompt;
+    bytes_to_giga_bytes(torch.cuda.max_memory_allocated()) with bytes / 1024**3:
+    29.0260648727417, 15.219234466552734 and 9.543574333190918 GiB."""
+    workload = Workload(OCTOCODER, precision=precision, sequence_length=90)
+    error = relative_error(workload, measured_gib * GIB)
+    assert abs(error) <= 0.10, error

@@ -1,0 +1,205 @@
+"""kernodeck-envcheck run as customers run it: a separate process, this interpreter.
+
+The suite has the CPU build of PyTorch (2.13.0, installed by .ci/run), so the default run
+must refuse loudly; the GPU path runs on a GPU machine (`kernodeck-envcheck --json`).
+"""
+
+import hashlib
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from kernodeck.sizing.standalone import envcheck
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+pytestmark = pytest.mark.skipif(
+    not HAS_TORCH,
+    reason="PyTorch is not installed: .ci/run installs the CPU build (pip install torch==2.13.0)",
+)
+SCRIPT = Path(envcheck.__file__)
+
+
+def run(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        check=False,
+    )
+
+
+def test_a_cpu_only_build_fails_with_one_clear_line():
+    result = run()
+
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("FAIL: This PyTorch (2.13.0")
+    assert "CPU-only build" in last
+    assert "OK" not in result.stdout
+
+
+def test_json_says_why_and_what_it_found():
+    result = run("--json")
+
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert report["ok"] is False
+    assert "CPU-only build" in report["reason"]
+    assert report["backend"] == "cpu"
+    assert report["interpreter"] == sys.executable
+    assert report["torch"].startswith("2.13.0")
+    assert report["hip_version"] is None and report["cuda_version"] is None
+
+
+def test_expecting_a_gpu_backend_on_the_cpu_build_fails():
+    result = run("--expect-backend", "rocm", "--expect-gpus", "4")
+
+    assert result.returncode == 1
+    assert "CPU-only build" in result.stderr
+
+
+def test_an_explicit_cpu_rehearsal_passes_and_says_so():
+    result = run("--expect-backend", "cpu")
+
+    assert result.returncode == 0, result.stderr
+    assert "CPU requested explicitly" in result.stdout
+    assert f"interpreter   {sys.executable}" in result.stdout
+
+
+def test_a_wrong_gpu_count_fails_even_in_a_cpu_rehearsal():
+    result = run("--expect-backend", "cpu", "--expect-gpus", "2", "--json")
+
+    assert result.returncode == 1
+    assert "Expected 2 GPU(s), but this process sees 0" in json.loads(result.stdout)["reason"]
+
+
+def test_measure_refuses_to_run_the_trial_on_the_cpu_build(tmp_path):
+    marker = tmp_path / "ran"
+    trial = tmp_path / "trial.py"
+    trial.write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+
+    result = run("--measure", str(trial))
+
+    assert result.returncode == 1
+    assert not marker.exists()
+
+
+def test_measure_runs_the_trial_with_its_arguments_and_reports(tmp_path):
+    trial = tmp_path / "trial.py"
+    trial.write_text(
+        "import sys, torch\n"
+        "x = torch.ones(int(sys.argv[1]))\n"
+        "open(sys.argv[2], 'w').write(str(float(x.sum())))\n"
+    )
+    out = tmp_path / "out.txt"
+
+    result = run(
+        "--expect-backend",
+        "cpu",
+        "--json",
+        "--measure",
+        str(trial),
+        "--estimate-gib",
+        "1.5",
+        "--",
+        "7",
+        str(out),
+    )
+
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert out.read_text() == "7.0"
+    assert report["measure"] == {
+        "script": str(trial),
+        "peaks": [],
+        "error": None,
+        "estimate_per_gpu_gib": 1.5,
+    }
+
+
+def test_a_failing_trial_is_reported_and_exits_non_zero(tmp_path):
+    trial = tmp_path / "trial.py"
+    trial.write_text("raise MemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n")
+
+    result = run("--expect-backend", "cpu", "--json", "--measure", str(trial))
+
+    assert result.returncode == 1
+    assert "MemoryError: CUDA out of memory" in json.loads(result.stdout)["measure"]["error"]
+
+
+@pytest.mark.skipif(not shutil.which("git"), reason="needs git for the code revision")
+def test_the_manifest_records_what_reproducibility_needs(tmp_path):
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"kernodeck\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(tmp_path),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.org",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "start",
+        ],
+        check=True,
+    )
+    head = subprocess.run(
+        ["git", "-C", str(tmp_path), "rev-parse", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+    result = run(
+        "--expect-backend",
+        "cpu",
+        "--manifest",
+        str(tmp_path / "m.json"),
+        "--hash",
+        str(data),
+        "--param",
+        "lr=3e-4",
+        "--param",
+        "seed=1",
+        "--command",
+        "python train.py",
+        cwd=tmp_path,
+    )
+
+    assert result.returncode == 0, result.stderr
+    record = json.loads((tmp_path / "m.json").read_text())
+    assert record["code"] == {"revision": head, "dirty": True}
+    assert record["parameters"] == {"lr": "3e-4", "seed": "1"}
+    assert record["launch_command"] == "python train.py"
+    assert record["files"] == {str(data): {"sha256": hashlib.sha256(b"kernodeck\n").hexdigest()}}
+    assert record["environment"]["backend"] == "cpu"
+    assert record["packages"]["torch"].startswith("2.13.0")
+    assert record["control"]["output"][0][0] == 0.215326
+    assert "fixed seed alone does not make results identical" in record["note"]
+
+
+def test_bad_usage_is_exit_status_2(tmp_path):
+    assert run("--measure", str(tmp_path / "missing.py")).returncode == 2
+    assert run("--expect-backend", "tpu").returncode == 2
+    assert run("--expect-gpus", "-1").returncode == 2
+
+
+def test_the_console_script_is_declared():
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+
+    scripts = pyproject["project"]["scripts"]
+    assert scripts["kernodeck-envcheck"] == "kernodeck.sizing.standalone.envcheck:main"
