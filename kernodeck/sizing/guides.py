@@ -64,9 +64,9 @@ _GUIDES = (
                 (
                     _(
                         "The estimator gives a starting point from published formulas and "
-                        "measurements. Keep a margin of at least 20 percent for the most demanding "
-                        "stage, then confirm with a short trial of your real program on the "
-                        "card and read its peak with kernodeck-envcheck --measure."
+                        "measurements. Keep a margin of at least 20 percent for the most "
+                        "demanding stage, then confirm with a short trial of your real program on "
+                        "the card and read its peak with kernodeck-envcheck --measure."
                     ),
                     _(
                         "Several GPUs do not pool their memory. A model larger than one card "

@@ -8,6 +8,7 @@ catalog's business and changes minute to minute; the fit of a job does not.
 from dataclasses import dataclass
 from math import ceil
 
+from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 
 from kernodeck.catalog import selectors as catalog_selectors
@@ -139,7 +140,7 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
     for key, values in estimate.assumptions:
         if key == "weights":
             text = _("%(parameters)s parameters at %(bytes)s bytes each.") % {
-                "parameters": f"{values['parameters']:,}",
+                "parameters": number_format(values["parameters"], force_grouping=True),
                 "bytes": f"{values['bytes']:g}",
             }
             if values["quantized"]:
@@ -168,7 +169,7 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
                 .replace("QLORA", "QLoRA")
                 .replace("LORA", "LoRA"),
                 "rank": values["rank"],
-                "trainable": f"{values['trainable']:,}",
+                "trainable": number_format(values["trainable"], force_grouping=True),
             }
         elif key == "activations":
             text = _(

@@ -1,6 +1,7 @@
 """The /sizing/ page, the guides, the downloads and the links to them."""
 
 import re
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -136,7 +137,7 @@ def test_the_environment_check_downloads_as_one_python_file(client):
     assert response["Content-Type"].startswith("text/x-python")
     assert 'filename="kernodeck-envcheck.py"' in response["Content-Disposition"]
     source = response.content.decode()
-    assert source == open(envcheck.__file__, encoding="utf-8").read()
+    assert source == Path(envcheck.__file__).read_text(encoding="utf-8")
     imports = set(re.findall(r"^(?:import|from) (\w+)", source, flags=re.M))
     assert imports <= {
         "__future__",
