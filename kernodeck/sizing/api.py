@@ -2,9 +2,11 @@
 
 from typing import Annotated, Literal
 
+from django.template.loader import render_to_string
 from ninja import Field, Router, Schema
 
 from kernodeck.sizing import estimator
+from kernodeck.sizing.charts import build_chart
 from kernodeck.sizing.selectors import (
     architecture_from_input,
     assumptions_in_words,
@@ -72,6 +74,7 @@ class SizingOut(Schema):
     margin: float
     assumptions: list[str]
     recommendations: list[RecommendationOut]
+    svg: str
 
 
 def report_out(report) -> dict:
@@ -100,6 +103,7 @@ def report_out(report) -> dict:
             }
             for r in report.recommendations
         ],
+        "svg": render_to_string("sizing/_chart.svg", {"chart": build_chart(report)}).strip(),
     }
 
 

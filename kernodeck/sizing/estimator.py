@@ -50,7 +50,7 @@ processes and its own context. Without sharding, GPUs do not pool memory.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 GIB = 2**30
 
@@ -172,9 +172,6 @@ class Estimate:
 
     def as_gib(self) -> dict[str, float]:
         return {part: self.per_gpu[part] / GIB for part in PARTS}
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def weight_bytes(arch: Architecture, precision: str) -> float:

@@ -94,9 +94,12 @@ def test_measure_refuses_to_run_the_trial_on_the_cpu_build(tmp_path):
 
 def test_measure_runs_the_trial_with_its_arguments_and_reports(tmp_path):
     trial = tmp_path / "trial.py"
+    (tmp_path / "helper.py").write_text("SCALE = 2\n")
     trial.write_text(
         "import sys, torch\n"
-        "x = torch.ones(int(sys.argv[1]))\n"
+        "from helper import SCALE\n"
+        "x = torch.ones(int(sys.argv[1])) * SCALE\n"
+        "print('trial output')\n"
         "open(sys.argv[2], 'w').write(str(float(x.sum())))\n"
     )
     out = tmp_path / "out.txt"
@@ -116,7 +119,8 @@ def test_measure_runs_the_trial_with_its_arguments_and_reports(tmp_path):
 
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert out.read_text() == "7.0"
+    assert out.read_text() == "14.0"
+    assert "trial output" in result.stderr
     assert report["measure"] == {
         "script": str(trial),
         "peaks": [],
@@ -203,3 +207,39 @@ def test_the_console_script_is_declared():
 
     scripts = pyproject["project"]["scripts"]
     assert scripts["kernodeck-envcheck"] == "kernodeck.sizing.standalone.envcheck:main"
+
+
+def _gpu_visible() -> bool:
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.device_count() > 0
+
+
+@pytest.mark.skipif(
+    not HAS_TORCH or not _gpu_visible(), reason="needs a GPU build of PyTorch and a GPU"
+)
+def test_on_a_gpu_machine_every_device_computes_and_measure_reads_the_peak(tmp_path):
+    import torch
+
+    trial = tmp_path / "trial.py"
+    trial.write_text(
+        "import torch\nx = torch.empty(256 * 2**20, dtype=torch.uint8, device='cuda')\n"
+    )
+
+    result = run(
+        "--json",
+        "--expect-gpus",
+        str(torch.cuda.device_count()),
+        "--measure",
+        str(trial),
+        "--estimate-gib",
+        "1",
+    )
+
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    assert report["backend"] == ("rocm" if torch.version.hip else "cuda")
+    assert [d["matmul"] for d in report["devices"]] == ["ok"] * torch.cuda.device_count()
+    assert all(d["total_gib"] > 0 for d in report["devices"])
+    assert report["measure"]["peaks"][0]["max_memory_allocated_gib"] >= 0.25

@@ -43,6 +43,9 @@ def test_a_preset_inference_estimate_with_breakdown_and_assumptions(client):
     assert body["margin"] == 0.2
     assert any("KV cache" in sentence for sentence in body["assumptions"])
     assert body["recommendations"] == []
+    assert body["svg"].startswith("<svg viewBox=")
+    assert body["svg"].endswith("</svg>")
+    assert body["svg"].count("<rect") == 4  # weights, KV cache, activations, overhead
 
 
 def test_recommendations_cover_every_active_offer_with_fit_and_sharding(client):

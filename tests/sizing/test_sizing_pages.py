@@ -142,6 +142,7 @@ def test_the_environment_check_downloads_as_one_python_file(client):
     assert imports <= {
         "__future__",
         "argparse",
+        "contextlib",
         "datetime",
         "hashlib",
         "json",

@@ -27,6 +27,7 @@ or PyTorch missing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import hashlib
 import json
@@ -220,18 +221,23 @@ def measure(torch, report: dict, args) -> dict:
     if on_gpu:
         for index in range(torch.cuda.device_count()):
             torch.cuda.reset_peak_memory_stats(index)
-    saved_argv = sys.argv
+    saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [args.measure, *args.script_args]
+    # As `python script.py` would: the script's folder first on the import path.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args.measure)))
+    # With --json, the trial's own prints go to stderr so stdout stays one JSON object.
+    printing = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
     error = None
     try:
-        runpy.run_path(args.measure, run_name="__main__")
+        with printing:
+            runpy.run_path(args.measure, run_name="__main__")
     except SystemExit as stop:
         if stop.code not in (None, 0):
             error = f"the script exited with status {stop.code}"
     except Exception as exc:  # the trial's own error, reported with the peaks so far
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     finally:
-        sys.argv = saved_argv
+        sys.argv, sys.path[:] = saved_argv, saved_path
     peaks = []
     if on_gpu:
         for index in range(torch.cuda.device_count()):
