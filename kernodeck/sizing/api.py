@@ -35,6 +35,7 @@ class ArchitectureIn(Schema):
     experts_per_token: _count(1024) | None = None
     gated_mlp: Annotated[bool, Field(strict=True)] = True
     tied_embeddings: Annotated[bool, Field(strict=True)] = False
+    position_embeddings: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] = 0
 
 
 class SizingIn(Schema):

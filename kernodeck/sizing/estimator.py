@@ -7,7 +7,8 @@ and in GiB (2**30 bytes) in the result.
 Formulas and where they come from
 ---------------------------------
 - Parameters, when not given, are counted from the architecture: embeddings (vocabulary x
-  hidden, twice when input and output embeddings are not tied), attention projections
+  hidden, twice when input and output embeddings are not tied, plus learned position
+  tables), attention projections
   (hidden x heads x head_dim for Q and O, hidden x kv_heads x head_dim for K and V), the MLP
   (3 x hidden x intermediate for gated SwiGLU/GeGLU blocks, 2 x for plain ones, times the
   experts for a mixture of experts, plus the router) and the norms. This is the count the
@@ -102,9 +103,14 @@ class Architecture:
     experts_per_token: int = 1
     gated_mlp: bool = True
     tied_embeddings: bool = False
+    # Learned absolute positions (GPT-2, BERT, StarCoder): a table of this many rows; 0 for
+    # rotary or ALiBi models, which have none.
+    position_embeddings: int = 0
 
     def embedding_parameters(self) -> int:
-        return self.vocab_size * self.hidden_size * (1 if self.tied_embeddings else 2)
+        """Token embeddings, the output head when untied, and learned position tables."""
+        tokens = self.vocab_size * self.hidden_size * (1 if self.tied_embeddings else 2)
+        return tokens + self.position_embeddings * self.hidden_size
 
     def layer_linear_parameters(self) -> int:
         """Weights of one block's linear layers (attention and every expert's MLP)."""
@@ -245,6 +251,8 @@ def validate(w: Workload) -> None:
         "experts": a.experts,
         "experts_per_token": a.experts_per_token,
     }
+    if a.position_embeddings < 0:
+        raise EstimateError("must be 0 or more.", field="position_embeddings")
     for name, value in positive.items():
         if value < 1:
             raise EstimateError("must be a whole number of at least 1.", field=name)

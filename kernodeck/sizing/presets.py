@@ -66,6 +66,7 @@ PRESETS: dict[str, tuple[str, Architecture]] = {
             parameters=124_439_808,
             gated_mlp=False,
             tied_embeddings=True,
+            position_embeddings=1024,
         ),
     ),
     "bert-base": (
@@ -81,6 +82,7 @@ PRESETS: dict[str, tuple[str, Architecture]] = {
             parameters=109_482_240,
             gated_mlp=False,
             tied_embeddings=True,
+            position_embeddings=512,
         ),
     ),
 }

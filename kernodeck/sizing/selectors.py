@@ -87,6 +87,7 @@ def architecture_from_input(*, preset: str | None, architecture: dict | None):
         experts_per_token=architecture.get("experts_per_token") or min(2, experts),
         gated_mlp=architecture.get("gated_mlp", True),
         tied_embeddings=architecture.get("tied_embeddings", False),
+        position_embeddings=architecture.get("position_embeddings") or 0,
     )
     return _("Custom architecture"), estimator.Architecture(**values)
 

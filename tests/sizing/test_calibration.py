@@ -16,9 +16,21 @@ GB = 10**9
 LLAMA2_7B = PRESETS["llama-2-7b"][1]
 # meta-llama/Llama-2-13b-hf config.json.
 LLAMA2_13B = Architecture(40, 5120, 13824, 40, 40, 128, 32000, parameters=13_015_864_320)
-# bigcode/octocoder (GPT-BigCode, StarCoder's architecture): multi-query attention, plain MLP.
+# bigcode/octocoder (GPT-BigCode, StarCoder's architecture): multi-query attention, plain MLP,
+# tied embeddings, 8,192 learned positions. The count adds the biases to what the estimator
+# counts from these fields (15,515,228,160).
 OCTOCODER = Architecture(
-    40, 6144, 24576, 48, 1, 128, 49152, parameters=15_517_462_528, gated_mlp=False
+    40,
+    6144,
+    24576,
+    48,
+    1,
+    128,
+    49152,
+    parameters=15_517_462_528,
+    gated_mlp=False,
+    tied_embeddings=True,
+    position_embeddings=8192,
 )
 # The Alpaca sample with the most Llama 2 tokens, per the LitGPT table's notes.
 ALPACA_LONGEST_LLAMA2 = 1304

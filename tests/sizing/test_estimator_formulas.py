@@ -185,3 +185,24 @@ def test_kv_heads_must_divide_attention_heads():
         estimator.estimate(Workload(Architecture(2, 8, 16, 4, 3, 2, 10)))
 
     assert error.value.field == "kv_heads"
+
+
+def test_learned_position_tables_count_as_16_bit_embeddings():
+    gpt2 = Architecture(
+        12,
+        768,
+        3072,
+        12,
+        12,
+        64,
+        50257,
+        gated_mlp=False,
+        tied_embeddings=True,
+        position_embeddings=1024,
+    )
+
+    # The published 124,439,808 also counts the biases (102,144), which the estimator omits.
+    assert gpt2.counted_parameters() == 124_337_664
+    assert gpt2.embedding_parameters() == (50257 + 1024) * 768
+    rest = gpt2.counted_parameters() - gpt2.embedding_parameters()
+    assert estimator.weight_bytes(gpt2, "int8") == rest + (50257 + 1024) * 768 * 2
