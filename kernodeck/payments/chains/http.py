@@ -274,7 +274,7 @@ def _parse_json(response: httpx.Response) -> Any:
 def _check_depth(body: Any) -> None:
     """Refuse JSON nested deeper than MAX_DEPTH, walking it without recursion."""
     level = [body]
-    for _depth in range(MAX_DEPTH + 1):
+    for _depth in range(MAX_DEPTH):
         inner = []
         for value in level:
             if isinstance(value, dict):
