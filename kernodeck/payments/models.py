@@ -1,4 +1,5 @@
 import uuid
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
@@ -236,6 +237,9 @@ class TransferKind(models.TextChoices):
 
 
 # Kinds an operator must look at (the review queue), besides intents in an exception.
+# The largest amount a Transfer holds (chains.base.AMOUNT_COLUMN_MAX, the adapters' bound).
+TRANSFER_AMOUNT_MAX = 10**39 - 1
+
 REVIEW_KINDS = {TransferKind.WRONG_ASSET, TransferKind.UNALLOCATED}
 
 
@@ -283,6 +287,12 @@ class Transfer(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(amount_base__gte=0), name="payments_transfer_amount"
+            ),
+            # What a page can show: SQLite keeps numbers past 2**63 as floats, and one that
+            # rounds to 41 digits can no longer be read into the Decimal(40, 0) field.
+            models.CheckConstraint(
+                condition=Q(amount_base__lte=Decimal(TRANSFER_AMOUNT_MAX)),
+                name="payments_transfer_amount_max",
             ),
         ]
 

@@ -7,7 +7,7 @@ and the worker keeps going.
 """
 
 import logging
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 
 import pytest
@@ -144,4 +144,163 @@ def test_bad_answer_from_one_network_leaves_the_others_and_the_expiry_running(
     client = Client()
     client.force_login(btc.owner)
     assert client.get(reverse("payments:detail", args=[btc.pk])).status_code == 200
-    assert make_user  # imported for the stored-value tests below
+
+
+# -- a programming error in one network --------------------------------------------------
+
+
+def test_an_unexpected_error_in_one_network_is_logged_recorded_and_contained(
+    configured, fresh_rates, bitcoin, litecoin, monkeypatch, caplog
+):
+    btc = intent_for("btc-bitcoin")
+    ltc = intent_for("ltc-litecoin")
+    paid_at = int(clock.now().timestamp())
+    for server, intent, txid in ((bitcoin, btc, "ab" * 32), (litecoin, ltc, "cd" * 32)):
+        server.route("GET", "/blocks/tip/height", body="3000010", content_type="text/plain")
+        server.route(
+            "GET",
+            f"/address/{intent.address}/txs",
+            json_body=[
+                tx(txid, intent.address, intent.amount_units, height=3000000, block_time=paid_at)
+            ],
+        )
+    real = watching.payment_intent_reconcile
+
+    def reconcile(*, intent_id):
+        if intent_id == btc.pk:
+            raise ZeroDivisionError("a bug in the bitcoin path")
+        return real(intent_id=intent_id)
+
+    monkeypatch.setattr(watching, "payment_intent_reconcile", reconcile)
+    with caplog.at_level(logging.ERROR, logger="kernodeck.payments.watching"):
+        reports = watching.watch_all()
+
+    assert reports[0] == {
+        "network": "bitcoin",
+        "error": "internal error: ZeroDivisionError: a bug in the bitcoin path",
+    }
+    state = ChainState.objects.get(network="bitcoin")
+    assert state.last_error == "internal error: ZeroDivisionError: a bug in the bitcoin path"
+    assert state.last_success_at is None  # never healthy on a pass that did not apply
+    failure = next(
+        r for r in caplog.records if r.getMessage() == "bitcoin watcher failed unexpectedly"
+    )
+    assert failure.exc_info and failure.exc_info[0] is ZeroDivisionError
+    assert PaymentIntent.objects.get(pk=btc.pk).status == IntentStatus.PENDING
+    assert PaymentIntent.objects.get(pk=ltc.pk).status == IntentStatus.ALLOCATED
+
+
+def test_an_expiry_that_fails_for_one_instruction_still_expires_the_others(
+    configured, fresh_rates, monkeypatch, caplog
+):
+    first, second = intent_for("usdt-tron"), intent_for("usdt-tron")
+    clock.freeze(second.expires_at + timedelta(minutes=1))
+    real = watching.payment_intent_reconcile
+
+    def reconcile(*, intent_id):
+        if intent_id == first.pk:
+            raise RuntimeError("a bug")
+        return real(intent_id=intent_id)
+
+    monkeypatch.setattr(watching, "payment_intent_reconcile", reconcile)
+    with caplog.at_level(logging.ERROR, logger="kernodeck.payments.watching"):
+        assert watching.payment_intents_expire() == 1
+
+    assert PaymentIntent.objects.get(pk=first.pk).status == IntentStatus.PENDING
+    assert PaymentIntent.objects.get(pk=second.pk).status == IntentStatus.EXPIRED
+    assert any(r.exc_info and r.exc_info[0] is RuntimeError for r in caplog.records)
+
+
+# -- absurd values already stored ----------------------------------------------------------
+
+
+def stored_transfer(intent, **fields):
+    values = {
+        "network": intent.chain,
+        "txid": "ef" * 32,
+        "index": 0,
+        "address": intent.address,
+        "asset": intent.method.asset,
+        "amount_base": 1,
+        "confirmations": 1,
+        "first_seen_at": clock.now(),
+        "last_seen_at": clock.now(),
+        "intent": intent,
+        "kind": "unallocated",
+        **fields,
+    }
+    return Transfer.objects.create(**values)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"amount_base": 10**40},
+        {"amount_base": 10**50},
+        {"amount_base": -1},
+    ],
+    ids=repr,
+)
+def test_the_database_refuses_a_transfer_no_page_could_show(configured, fresh_rates, fields):
+    from django.db import IntegrityError, transaction
+
+    intent = intent_for("btc-bitcoin")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        stored_transfer(intent, **fields)
+    assert not Transfer.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"amount_base": 10**39 - 1},
+        {"confirmations": 2**31 - 1, "index": 2**31 - 1, "block_height": 2**62},
+        {"txid": "f" * 100, "address": "b" * 100, "token_contract": "c" * 64},
+        {"block_time": datetime(9999, 12, 31, tzinfo=UTC)},
+        {"block_time": datetime(1, 1, 2, tzinfo=UTC)},
+    ],
+    ids=repr,
+)
+def test_the_largest_values_the_database_takes_still_show_on_every_page(
+    configured, fresh_rates, fields
+):
+    intent = intent_for("btc-bitcoin")
+    transfer = stored_transfer(intent, **fields)
+    customer, staff = Client(), Client()
+    customer.force_login(intent.owner)
+    staff.force_login(make_user(staff=True, is_superuser=True))
+
+    assert customer.get(reverse("payments:detail", args=[intent.pk])).status_code == 200
+    assert customer.get(reverse("payments:status", args=[intent.pk])).status_code == 200
+    assert staff.get(reverse("backoffice:review_queue")).status_code == 200
+    assert staff.get(reverse("backoffice:intent_case", args=[intent.pk])).status_code == 200
+    assert staff.get(reverse("backoffice:transfer_case", args=[transfer.pk])).status_code == 200
+
+
+def test_the_migration_caps_an_absurd_amount_stored_before_the_limit(configured, fresh_rates):
+    import importlib
+
+    from django.apps import apps
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("only SQLite could store such an amount (numeric(40,0) refuses it)")
+    migration = importlib.import_module("kernodeck.payments.migrations.0003_transfer_amount_max")
+    intent = intent_for("btc-bitcoin")
+    transfer = stored_transfer(intent, kind="matched")
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA ignore_check_constraints = ON")
+        cursor.execute(
+            "UPDATE payments_transfer SET amount_base = '1e50' WHERE id = %s", [transfer.pk]
+        )
+        cursor.execute("PRAGMA ignore_check_constraints = OFF")
+
+    migration.cap_absurd_amounts(apps, None)
+
+    transfer.refresh_from_db()
+    assert 10**38 < transfer.amount_base <= 10**39  # SQLite keeps it as a float: 1e39
+    assert transfer.kind == "unallocated"
+    assert "impossible amount" in transfer.review_note
+    client = Client()
+    client.force_login(intent.owner)
+    assert client.get(reverse("payments:detail", args=[intent.pk])).status_code == 200

@@ -31,9 +31,11 @@ NETWORKS = frozenset({"bitcoin", "litecoin", "ethereum", "tron", "solana"})
 # Largest believable amount per asset, in base units: about ten times each asset's whole
 # supply (BTC 21 M, LTC 84 M, ETH ~120 M, TRX ~100 G, SOL ~600 M, USDT/USDC ~150 G). An
 # answer above it is an API fault, not money. "TOKEN" (a contract we do not know, often
-# spam) is bounded only by the Transfer.amount_base column, Decimal(40, 0); adapters drop
-# unknown-token transfers above that (anyone can emit such an event) instead of failing.
-AMOUNT_COLUMN_MAX = 10**40 - 1
+# spam) is bounded only by what Transfer.amount_base holds (Decimal(40, 0), and a CHECK at
+# 10**39 - 1 so that SQLite, which keeps such numbers as floats, can still read them back);
+# adapters drop unknown-token transfers above that (anyone can emit such an event) instead
+# of failing.
+AMOUNT_COLUMN_MAX = 10**39 - 1
 MAX_AMOUNT_BASE = {
     "BTC": 21 * 10**7 * 10**8,
     "LTC": 84 * 10**7 * 10**8,

@@ -393,3 +393,11 @@ def test_a_compressed_answer_is_bounded_after_decompression(loopback, sleeps, mo
     with pytest.raises(ChainError, match="larger than"):
         http.get_json(f"{loopback.url}/bomb", sleep=sleeps.append)
     assert http.get_json(f"{loopback.url}/small", sleep=sleeps.append) == {"ok": 1}
+
+
+def test_the_adapters_bound_is_the_one_the_database_enforces():
+    from kernodeck.payments.chains.base import AMOUNT_COLUMN_MAX, MAX_AMOUNT_BASE
+    from kernodeck.payments.models import TRANSFER_AMOUNT_MAX
+
+    assert AMOUNT_COLUMN_MAX == TRANSFER_AMOUNT_MAX
+    assert max(MAX_AMOUNT_BASE.values()) == TRANSFER_AMOUNT_MAX
