@@ -242,10 +242,11 @@ def stored_transfer(intent, **fields):
     ids=repr,
 )
 def test_the_database_refuses_a_transfer_no_page_could_show(configured, fresh_rates, fields):
-    from django.db import IntegrityError, transaction
+    from django.db import DataError, IntegrityError, transaction
 
     intent = intent_for("btc-bitcoin")
-    with pytest.raises(IntegrityError), transaction.atomic():
+    # The CHECK (IntegrityError) or, on PostgreSQL, numeric(40, 0) itself (DataError).
+    with pytest.raises((IntegrityError, DataError)), transaction.atomic():
         stored_transfer(intent, **fields)
     assert not Transfer.objects.exists()
 
@@ -304,3 +305,32 @@ def test_the_migration_caps_an_absurd_amount_stored_before_the_limit(configured,
     client = Client()
     client.force_login(intent.owner)
     assert client.get(reverse("payments:detail", args=[intent.pk])).status_code == 200
+
+
+def test_the_long_running_watcher_survives_a_pass_that_fails(configured, monkeypatch, caplog):
+    from kernodeck.payments.management.commands import watch_chains
+
+    passes = []
+
+    def watch_all():
+        passes.append(len(passes))
+        if len(passes) == 1:
+            raise ConnectionError("database restarting")
+        return [{"network": "bitcoin", "watched": 0, "transfers": 0}]
+
+    class Stop(Exception):
+        pass
+
+    def sleep(seconds):
+        if len(passes) == 2:
+            raise Stop
+
+    monkeypatch.setattr(watching, "watch_all", watch_all)
+    monkeypatch.setattr(watch_chains.time, "sleep", sleep)
+    out = StringIO()
+    with pytest.raises(Stop), caplog.at_level(logging.ERROR):
+        call_command("watch_chains", stdout=out)
+
+    assert passes == [0, 1]
+    assert out.getvalue() == "network=bitcoin watched=0 transfers=0\n"
+    assert any(r.exc_info and r.exc_info[0] is ConnectionError for r in caplog.records)
