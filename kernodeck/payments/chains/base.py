@@ -56,6 +56,19 @@ BLOCK_TIME_AHEAD = timedelta(days=1)
 # Strings an API hands us end up in columns and pages: printable ASCII only, as the chains
 # write them (hex, base58, bech32), no spaces, no control characters, never a NUL byte.
 _TOKEN_TEXT = re.compile(r"[0-9A-Za-z]+")
+# Each chain's own spelling of a transaction id, and of a token contract where it has one.
+_BASE58 = "[1-9A-HJ-NP-Za-km-z]"
+TXID_FORMATS = {
+    "bitcoin": re.compile(r"[0-9a-fA-F]{64}"),
+    "litecoin": re.compile(r"[0-9a-fA-F]{64}"),
+    "tron": re.compile(r"[0-9a-fA-F]{64}"),
+    "ethereum": re.compile(r"0x[0-9a-fA-F]{64}"),
+    "solana": re.compile(_BASE58 + "{64,88}"),  # a 64-byte signature in base58
+}
+CONTRACT_FORMATS = {
+    "ethereum": re.compile(r"0x[0-9a-fA-F]{40}"),
+    "tron": re.compile(rf"T{_BASE58}{{33}}|[0-9A-Za-z]{{1,64}}"),  # TRC-20, or a TRC-10 id
+}
 TXID_MAX = 100  # Transfer.txid
 ADDRESS_MAX = 100  # Transfer.address
 CONTRACT_MAX = 64  # Transfer.token_contract
@@ -186,8 +199,9 @@ class ScanResult:
 def scan_checked(
     adapter: "ChainAdapter", targets: Sequence[WatchTarget], *, cursor: int | None = None
 ) -> ScanResult:
-    """`adapter.scan`, and a check that the answer is about what was asked: the adapter's
-    own network and the targets' addresses and references, nothing else."""
+    """`adapter.scan`, and a check that the answer is about what was asked (the adapter's
+    own network, the targets' addresses and references) and spelled as the chain spells
+    it (transaction ids, token contracts)."""
     result = adapter.scan(targets, cursor=cursor)
     if not isinstance(result, ScanResult):
         raise ChainError(f"{adapter.network}: the scan returned no ScanResult")
@@ -200,6 +214,15 @@ def scan_checked(
             raise ChainError(f"{adapter.network}: transfer {transfer.txid} to an unasked address")
         if transfer.reference and transfer.reference not in references:
             raise ChainError(f"{adapter.network}: transfer {transfer.txid}: unasked reference")
+        if not TXID_FORMATS[transfer.network].fullmatch(transfer.txid):
+            raise ChainError(f"{adapter.network}: {transfer.txid} is no transaction id here")
+        contract = CONTRACT_FORMATS.get(transfer.network)
+        if transfer.token_contract and (
+            not contract or not contract.fullmatch(transfer.token_contract)
+        ):
+            raise ChainError(
+                f"{adapter.network}: {transfer.token_contract} is no token contract here"
+            )
     return result
 
 

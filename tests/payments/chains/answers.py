@@ -8,6 +8,7 @@ check that the adapter refuses it with a ChainError, or let hypothesis change ma
 
 from datetime import UTC, datetime
 
+from kernodeck.payments.chains.base import WatchTarget, scan_checked
 from kernodeck.payments.chains.esplora import EsploraAdapter
 from kernodeck.payments.chains.ethereum import TRANSFER_TOPIC as ERC20_TOPIC
 from kernodeck.payments.chains.ethereum import EthereumAdapter
@@ -221,11 +222,17 @@ def serve(loopback, network: str, answers: dict) -> None:
 
 
 def scan(loopback, network: str):
-    """One scan of the adapter for `network` against the loopback server."""
+    """One scan of the adapter for `network` against the loopback server, checked at the
+    boundary as the watcher checks it (scan_checked)."""
+    adapter, targets = _adapter(loopback, network)
+    return scan_checked(adapter, targets)
+
+
+def _adapter(loopback, network: str):
     never_sleep = [].append
     if network == "bitcoin":
         adapter = EsploraAdapter("bitcoin", loopback.url, sleep=never_sleep)
-        return adapter.scan(_targets(BTC_OURS))
+        return adapter, _targets(BTC_OURS)
     if network == "ethereum":
         adapter = EthereumAdapter(
             f"{loopback.url}/",
@@ -235,17 +242,15 @@ def scan(loopback, network: str):
             rescan_depth=0,
             max_blocks_per_scan=2,
         )
-        return adapter.scan(_targets(ETH_OURS))
+        return adapter, _targets(ETH_OURS)
     if network == "tron":
         adapter = TronAdapter(loopback.url, sleep=never_sleep)
-        return adapter.scan(_targets(TRON_OURS))
+        return adapter, _targets(TRON_OURS)
     adapter = SolanaAdapter(f"{loopback.url}/", sleep=never_sleep)
-    return adapter.scan(_targets(SOL_RECIPIENT, SOL_REFERENCE))
+    return adapter, _targets(SOL_RECIPIENT, SOL_REFERENCE)
 
 
 def _targets(address: str, reference: str | None = None):
-    from kernodeck.payments.chains.base import WatchTarget
-
     return [WatchTarget(address, reference=reference)]
 
 

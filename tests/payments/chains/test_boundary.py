@@ -150,6 +150,28 @@ def test_a_scan_answering_what_was_not_asked_is_a_chain_error(changes):
         scan_checked(FixedAdapter(ScanResult([transfer], tip=1)), [WatchTarget(BTC_OURS)])
 
 
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"txid": "0x" + "ab" * 32},  # Ethereum's spelling on Bitcoin
+        {"txid": "ab" * 31},  # one byte short
+        {"txid": "zz" * 32},
+        {"network": "ethereum", "txid": "ab" * 32},  # Ethereum's need 0x
+        {"network": "solana", "txid": "0" * 88},  # 0 is no base58 digit
+        {"network": "solana", "txid": "1" * 40},  # too short for a signature
+        {"token_contract": "0x" + "ab" * 20},  # Bitcoin has no token contracts
+        {"network": "ethereum", "txid": "0x" + "ab" * 32, "token_contract": "TR7NHqjeKQ"},
+    ],
+    ids=repr,
+)
+def test_a_transfer_not_spelled_as_its_chain_spells_it_is_a_chain_error(changes):
+    transfer = ObservedTransfer(**{**GOOD, **changes})
+    adapter = FixedAdapter(ScanResult([transfer], tip=1))
+    adapter.network = transfer.network
+    with pytest.raises(ChainError, match=r"no (transaction id|token contract) here"):
+        scan_checked(adapter, [WatchTarget(BTC_OURS)])
+
+
 # -- each adapter, each class of bad value, over loopback --------------------------------
 
 # network -> class -> [(path in the answers, value)]; each one alone must fail the scan.
