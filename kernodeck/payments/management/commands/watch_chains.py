@@ -3,7 +3,7 @@ import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
 from kernodeck.payments import watching
 
@@ -21,8 +21,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, once=False, **options):
         while True:
-            # A connection the database dropped since the last pass is reopened, not reused.
-            close_old_connections()
             try:
                 reports = watching.watch_all()
             except Exception:
@@ -37,3 +35,7 @@ class Command(BaseCommand):
             if once:
                 return
             time.sleep(settings.KERNODECK_WATCH_INTERVAL)
+            if not connection.in_atomic_block:
+                # A connection the database dropped since the last pass is reopened, not
+                # reused (never inside a transaction: a test's, or a caller's).
+                close_old_connections()
