@@ -286,7 +286,7 @@ def test_the_migration_caps_an_absurd_amount_stored_before_the_limit(configured,
 
     if connection.vendor != "sqlite":
         pytest.skip("only SQLite could store such an amount (numeric(40,0) refuses it)")
-    migration = importlib.import_module("kernodeck.payments.migrations.0003_transfer_amount_max")
+    migration = importlib.import_module("kernodeck.payments.migrations.0004_transfer_amount_max")
     intent = intent_for("btc-bitcoin")
     transfer = stored_transfer(intent, kind="matched")
     with connection.cursor() as cursor:

@@ -23,7 +23,7 @@ def cap_absurd_amounts(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("payments", "0002_payment_methods"),
+        ("payments", "0003_intent_closed"),
     ]
 
     operations = [
