@@ -81,7 +81,8 @@ ALLOWED_HOSTS = env_list("KERNODECK_ALLOWED_HOSTS", "localhost,127.0.0.1" if DEB
 CSRF_TRUSTED_ORIGINS = env_list("KERNODECK_CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin with the back-office site (403 instead of a login loop, permissions).
+    "kernodeck.backoffice.sites.BackofficeAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.messages",

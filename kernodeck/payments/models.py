@@ -56,6 +56,7 @@ class Rate(models.Model):
     )
 
     class Meta:
+        permissions = [("set_rate", "Can enter a manual exchange rate")]
         ordering = ["-fetched_at", "-id"]
         indexes = [models.Index(fields=["asset", "-fetched_at"])]
         constraints = [
@@ -182,6 +183,11 @@ class PaymentIntent(models.Model):
     resolved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        # Back-office permissions (see docs/architecture.md, "Back-office permissions").
+        permissions = [
+            ("review_payment", "Can see and decide payment review cases"),
+            ("record_transfer", "Can record a transfer seen outside the watchers"),
+        ]
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["status", "monitor_until"])]
         constraints = [

@@ -16,7 +16,11 @@ def test_seed_demo_is_idempotent_and_the_operator_can_sign_in(demo_var):
     second = demo_seed()
 
     operator = User.objects.get(email=OPERATOR_EMAIL)
-    assert operator.is_staff and operator.is_superuser
+    assert operator.is_staff and not operator.is_superuser
+    assert operator.groups.get().name == "Operators"
+    assert operator.has_perms(
+        ["payments.review_payment", "ledger.adjust_balance", "payments.set_rate"]
+    )
     assert [login.created for login in first] == [True, True]
     assert [login.created for login in second] == [False, False]
     assert operator.check_password(first[0].password)

@@ -2,6 +2,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
@@ -198,10 +199,14 @@ def test_review_queue_is_for_staff_only_and_lists_cases(configured, fresh_rates)
     url = reverse("backoffice:review_queue")
     customer, staff = Client(), Client()
     customer.force_login(intent.owner)
-    staff.force_login(make_user(staff=True))
+    operator = make_user(staff=True)
+    operator.user_permissions.add(
+        Permission.objects.get(codename="review_payment", content_type__app_label="payments")
+    )
+    staff.force_login(operator)
 
     assert Client().get(url).status_code == 302
-    assert customer.get(url).status_code == 302
+    assert customer.get(url).status_code == 403
     page = staff.get(url).content.decode()
     assert intent.order.reference in page
     assert "9999999999" in page
