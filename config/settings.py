@@ -115,8 +115,18 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # NUL bytes and oversized bodies are refused here, before any view (core/inputs.py).
+    "kernodeck.core.middleware.InputGuardMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# Request bodies: forms and JSON beyond this size answer 413 (file uploads not counted).
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("KERNODECK_MAX_BODY_BYTES", 1024 * 1024))
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
+# The API's pages: at most 100 items, an offset that fits any database.
+NINJA_PAGINATION_CLASS = "kernodeck.core.pagination.BoundedLimitOffsetPagination"
+NINJA_PAGINATION_PER_PAGE = 50
+NINJA_PAGINATION_MAX_LIMIT = 100
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

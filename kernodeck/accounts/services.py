@@ -16,6 +16,7 @@ from kernodeck.accounts.models import ApiToken, Session, SshKey, User, normalize
 from kernodeck.accounts.ssh_keys import parse_public_key
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput, NotFound, Throttled
+from kernodeck.core.inputs import MAX_EMAIL_LENGTH
 from kernodeck.core.services import audit_record
 
 TOKEN_PREFIX = "kd_"  # noqa: S105 - a marker, not a secret
@@ -43,8 +44,9 @@ def _check_names(first_name: str, last_name: str) -> tuple[str, str]:
         raise InvalidInput(_("Enter your first name."), field="first_name")
     if not last_name:
         raise InvalidInput(_("Enter your last name."), field="last_name")
-    if len(first_name) > 150 or len(last_name) > 150:
-        raise InvalidInput(_("Names are limited to 150 characters."), field="last_name")
+    for field, value in (("first_name", first_name), ("last_name", last_name)):
+        if len(value) > 150:
+            raise InvalidInput(_("Names are limited to 150 characters."), field=field)
     return first_name, last_name
 
 
@@ -68,6 +70,11 @@ def account_register(
 
     first_name, last_name = _check_names(first_name, last_name)
     email = normalize_email(email)
+    if len(email) > MAX_EMAIL_LENGTH:
+        raise InvalidInput(
+            _("Email addresses are limited to %(n)d characters.") % {"n": MAX_EMAIL_LENGTH},
+            field="email",
+        )
     try:
         validate_email(email)
     except ValidationError:
@@ -117,7 +124,12 @@ def account_authenticate(*, email: str, password: str, ip_address: str, request=
         throttle.refund("signin_ip", ip_address)
         raise
 
-    user = authenticate(request, email=email, password=password)
+    # An address no account can have fails like any wrong pair (no hash, no query).
+    user = (
+        authenticate(request, email=email, password=password)
+        if len(email) <= MAX_EMAIL_LENGTH
+        else None
+    )
     if user is None:
         known = User.objects.filter(email=normalize_email(email)).first()
         audit_record(
