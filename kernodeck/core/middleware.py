@@ -47,7 +47,18 @@ class InputGuardMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        return self._check(request) or self.get_response(request)
+        response = self._check(request) or self.get_response(request)
+        if response.status_code == 405 and is_api(request) and "Allow" in response:
+            # django-ninja answers a wrong method in plain text; the API speaks JSON.
+            allowed = response["Allow"]
+            response = refusal(
+                request,
+                _("Method %(method)s is not allowed here; use %(allowed)s.")
+                % {"method": request.method, "allowed": allowed},
+                405,
+            )
+            response["Allow"] = allowed
+        return response
 
     def _check(self, request):
         if "\x00" in request.path_info:
