@@ -93,7 +93,7 @@ class InputGuardMiddleware:
         try:
             data = json.loads(request.body)
         except (ValueError, RecursionError):
-            return refusal(request, _("body: contains a NUL byte, which is not allowed."), 400)
+            return refusal(request, _nul_message("body"), 400)
         field = nul_path(data)
         if field is None:
             return None
