@@ -9,7 +9,9 @@ import os
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi import checks as openapi_checks
 
@@ -23,6 +25,17 @@ CHECKS = [
     openapi_checks.content_type_conformance,
     openapi_checks.response_schema_conformance,
 ]
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection():
+    """Django's test client does this too: the handler would otherwise close the test's
+    database connection at each request (on PostgreSQL, mid-transaction)."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
 
 
 @pytest.fixture

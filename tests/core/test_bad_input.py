@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from kernodeck.accounts.models import User
+from kernodeck.core.models import AuditEvent
 from kernodeck.orders.models import Order
 from tests.factories import PASSWORD, make_offer, make_order, make_user
 
@@ -202,3 +203,24 @@ def test_emails_over_254_characters_are_refused_naming_email(client):
     assert "email" in web.content.decode().lower()
     assert signin.status_code == 422
     assert User.objects.count() == 0
+
+
+def test_a_request_without_a_client_address_is_not_a_500(client):
+    """Behind a Unix socket there is no REMOTE_ADDR; the audit trail stores no address."""
+    make_user(email="ada@example.org")
+
+    token = client.post(
+        "/api/v1/auth/token",
+        {"email": "ada@example.org", "password": "wrong password"},
+        content_type="application/json",
+        REMOTE_ADDR="",
+    )
+    web = client.post(
+        reverse("accounts:signin"),
+        {"email": "ada@example.org", "password": PASSWORD},
+        REMOTE_ADDR="",
+    )
+
+    assert token.status_code == 422
+    assert web.status_code == 302
+    assert AuditEvent.objects.filter(action="account.signin_failed").get().ip_address is None
