@@ -19,6 +19,7 @@ from kernodeck.accounts import services as account_services
 from kernodeck.core.models import AuditEvent
 from kernodeck.ledger import services as ledger_services
 from kernodeck.ledger.models import LedgerEntry
+from kernodeck.notifications.models import OutboxMessage
 from kernodeck.payments import services as payment_services
 from kernodeck.payments import watching
 from kernodeck.payments.chains.base import ObservedTransfer
@@ -109,13 +110,15 @@ def _target(name, view, world):
     """The concrete URL for a route name, and the permissions it needs (None: any)."""
     from django.contrib import admin
 
-    if name.startswith("backoffice:"):
+    if not name.startswith("admin:"):
         perms = getattr(view, "backoffice_permissions", None)
         assert perms, f"{name} must be protected with backoffice.permissions.permission_required"
         url = {
             "backoffice:review_queue": lambda: reverse(name),
             "backoffice:intent_case": lambda: reverse(name, args=[world["intent"].pk]),
             "backoffice:transfer_case": lambda: reverse(name, args=[world["transfer"].pk]),
+            "notifications:outbox": lambda: reverse(name),
+            "notifications:outbox_retry": lambda: reverse(name, args=[_object_id(OutboxMessage)]),
         }.get(name)
         assert url, f"add {name} and its object to the matrix's fixture"
         return url(), perms
