@@ -15,3 +15,38 @@ def usd(value) -> Decimal:
 def usd_str(value: Decimal) -> str:
     """The API's form of an amount: a decimal string with two places, e.g. "1234.50"."""
     return f"{usd(value):.2f}"
+
+
+# One written form of a USD amount per language, used by pages, e-mails and API messages
+# alike. Spanish follows the FAQ ("10 000 USD"): a (non-breaking) space between thousands
+# and a decimal comma; English: a thousands comma and a decimal point. The currency code
+# always follows the figure, so "USD" never needs a "$" beside it.
+MONEY_SEPARATORS = {"es": ("\u00a0", ","), "en": (",", ".")}
+
+
+def money(value, *, language: str | None = None, places: int = 2) -> str:
+    """`value` in USD as the customer's language writes it: es "2 000,00 USD", en "2,000.00 USD".
+
+    `places=0` drops the cents for whole amounts shown as choices ("100 USD").
+    """
+    return f"{money_figure(value, language=language, places=places)} USD"
+
+
+def money_figure(value, *, language: str | None = None, places: int = 2) -> str:
+    """The figure alone ("2 000,00"), for texts that already say "USD" after it."""
+    from django.utils import translation
+
+    code = (language or translation.get_language() or "en").split("-")[0]
+    thousands, decimal_mark = MONEY_SEPARATORS.get(code, MONEY_SEPARATORS["en"])
+    if isinstance(value, float):
+        raise TypeError("USD amounts are never floats; pass a Decimal, int or str")
+    amount = Decimal(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    text = f"{abs(amount):,.{places}f}"
+    text = text.replace(",", "\x00").replace(".", decimal_mark).replace("\x00", thousands)
+    sign = "-" if amount < 0 else ""
+    return f"{sign}{text}"
+
+
+def rate_figure(value, *, language: str | None = None) -> str:
+    """A USD-per-coin rate: cents from 1 USD up ("97 000,00"), four places below ("0,1234")."""
+    return money_figure(value, language=language, places=2 if Decimal(value) >= 1 else 4)

@@ -13,7 +13,15 @@ def balance_available(*, account) -> Decimal:
 
 
 def topups_pending(*, account):
-    return TopUp.objects.filter(account=account, status=TopUpStatus.AWAITING_PAYMENT)
+    """Top-ups still waiting for money: not credited, and no operator decided their payment.
+
+    A top-up whose payment an operator credited (or refunded) by hand stays unpaid as a
+    top-up, but nothing is pending any more: the decision is on its page and in the
+    statement, so it must not count as "pending" for ever.
+    """
+    return TopUp.objects.filter(account=account, status=TopUpStatus.AWAITING_PAYMENT).exclude(
+        intents__resolution__gt=""
+    )
 
 
 def topups_open_count(*, account) -> int:

@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from kernodeck.accounts.locks import lock_account
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput
-from kernodeck.core.money import usd, usd_str
+from kernodeck.core.money import money, usd, usd_str
 from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_record
 from kernodeck.ledger import selectors
@@ -30,10 +30,10 @@ class InsufficientBalance(Conflict):
     def __init__(self, *, available: Decimal, needed: Decimal):
         super().__init__(
             _(
-                "Your available balance is %(available)s USD; this order needs %(needed)s USD. "
+                "Your available balance is %(available)s; this order needs %(needed)s. "
                 "Pending top-ups count only once their payment is confirmed."
             )
-            % {"available": usd_str(available), "needed": usd_str(needed)}
+            % {"available": money(available), "needed": money(needed)}
         )
         self.available = available
         self.needed = needed
@@ -107,8 +107,8 @@ def _append(*, account_id: int, kind: str, amount: Decimal, actor=None, memo: st
 
 
 def _parse_topup_amount(amount) -> Decimal:
-    allowed = ", ".join(f"{a:,}".replace(",", " ") for a in TOPUP_AMOUNTS)
-    message = _("Top-ups are exactly %(list)s USD.") % {"list": allowed}
+    allowed = ", ".join(money(a, places=0) for a in TOPUP_AMOUNTS)
+    message = _("Top-ups are exactly %(list)s.") % {"list": allowed}
     try:
         value = Decimal(str(amount).strip().replace(" ", ""))
     except ArithmeticError:

@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from kernodeck.core.errors import NotFound, ServiceError
+from kernodeck.core.money import money
 from kernodeck.core.forms import add_service_error
 from kernodeck.ledger import selectors, services
 from kernodeck.ledger.forms import TopUpForm
@@ -123,31 +124,62 @@ def statement_csv(request):
     return response
 
 
+def _pay_with_balance_confirm(request, order, *, warning=""):
+    """The confirm step of paying from the balance: the amount, and what remains after."""
+    available = selectors.balance_available(account=request.user)
+    hidden = {"confirm": "yes"}
+    if warning:
+        hidden["declared_seen"] = "yes"
+    return render(
+        request,
+        "confirm.html",
+        {
+            "title": _("Pay order %(reference)s from your balance?")
+            % {"reference": order.reference},
+            "figures": [
+                (_("Amount to pay"), money(order.total_usd)),
+                (_("Available balance now"), money(available)),
+                (_("Balance left afterwards"), money(available - order.total_usd)),
+            ],
+            "warning": warning,
+            "confirm_label": _("Pay %(amount)s from the balance")
+            % {"amount": money(order.total_usd)},
+            "confirm_safe": not warning,
+            "cancel_label": _("Back to the order, pay nothing"),
+            "cancel_url": reverse("orders:detail", args=[order.reference]),
+            "hidden": hidden,
+        },
+    )
+
+
 @login_required
 @require_POST
 def pay_with_balance(request, reference):
+    """Pay an order from the balance, always after a confirm step showing the figures.
+
+    The first POST (from the order page) only shows the step; its form posts confirm=yes.
+    When the customer said "I have paid" for this order, the step also explains the risk
+    of paying twice, and only a form that showed that risk (declared_seen=yes) may pay.
+    """
     try:
         order = order_selectors.order_get_for_owner(owner=request.user, reference=reference)
     except NotFound:
         raise Http404 from None
+    if request.POST.get("confirm") != "yes":
+        declared = payment_selectors.order_declared_unverified(order=order)
+        warning = (
+            services.DeclaredPaymentPending(order=order, declared=declared).message
+            if declared
+            else ""
+        )
+        return _pay_with_balance_confirm(request, order, warning=warning)
     try:
         services.order_pay_with_balance(
-            order=order, actor=request.user, confirm=request.POST.get("confirm") == "yes"
+            order=order, actor=request.user, confirm=request.POST.get("declared_seen") == "yes"
         )
     except services.DeclaredPaymentPending as exc:
-        # A confirm step that explains the risk of paying twice.
-        return render(
-            request,
-            "confirm.html",
-            {
-                "title": _("Pay order %(reference)s from your balance?")
-                % {"reference": order.reference},
-                "body": exc.message,
-                "confirm_label": _("Pay from the balance anyway"),
-                "cancel_url": reverse("orders:detail", args=[order.reference]),
-                "hidden": {"confirm": "yes"},
-            },
-        )
+        # Declared after the step was shown: show it again, with the risk this time.
+        return _pay_with_balance_confirm(request, order, warning=exc.message)
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:

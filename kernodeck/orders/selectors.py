@@ -79,7 +79,7 @@ TIMELINE_LABELS = {
     "order.rental_state_changed": gettext_lazy("Rental state changed"),
     "order.hold_extended": gettext_lazy("Unit hold extended"),
     "order.payment_instructions_created": gettext_lazy("Payment instructions created"),
-    "order.payment_declared": gettext_lazy("Payment declared by you (“I have paid”)"),
+    "order.payment_declared": gettext_lazy("Payment declared (“I have paid”)"),
     "order.payment_abandoned": gettext_lazy("Payment instructions abandoned"),
 }
 

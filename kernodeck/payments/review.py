@@ -159,10 +159,16 @@ def review_credit_balance(*, intent_id, actor, reason: str) -> PaymentIntent:
         value = received_usd(intent)
         if value <= 0:
             raise Conflict(_("Nothing was received, so there is nothing to credit."))
+        # The statement names the real cause: an overpaid case is an overpayment, not late.
+        kind = (
+            EntryKind.OVERPAYMENT_CREDIT
+            if intent.status == IntentStatus.OVERPAID
+            else EntryKind.LATE_PAYMENT_CREDIT
+        )
         ledger_services.balance_credit_payment(
             intent=intent,
             amount_usd=value,
-            kind=EntryKind.LATE_PAYMENT_CREDIT,
+            kind=kind,
             actor=actor,
             memo=reason,
         )

@@ -150,10 +150,14 @@ def intent_progress(intent: PaymentIntent) -> dict:
     """Confirmations of what was seen at the intent's address, for the customer's page."""
     counted = intent.transfers.filter(kind__in=("matched", "late"), disappeared_at__isnull=True)
     confirmations = [t.confirmations for t in counted]
+    seen = min(confirmations) if confirmations else 0
+    required = intent.method.confirmations
     return {
         "seen": bool(confirmations),
-        "confirmations": min(confirmations) if confirmations else 0,
-        "required": intent.method.confirmations,
+        "confirmations": seen,
+        "required": required,
+        # What the page says: "3 of 2" reads as a fault, so past the target it is the target.
+        "shown": min(seen, required),
     }
 
 

@@ -30,7 +30,7 @@ def test_configure_two_b200_units_register_find_and_cancel(live_server, new_cont
     summary = page.locator("#summary")
     summary.locator("#summary-gpus", has_text="4").wait_for()
     assert summary.locator("#summary-units").inner_text() == "2"
-    assert summary.locator("#summary-total").inner_text() == "$4236.96 USD"
+    assert summary.locator("#summary-total").inner_text() == "4,236.96 USD"
 
     page.get_by_role("button", name="Continue").click()
     page.get_by_role("heading", name="Confirm your order").wait_for()
@@ -61,4 +61,4 @@ def test_configurator_summary_works_with_javascript_off(live_server, new_context
     page.wait_for_load_state()
 
     assert page.locator("#summary-gpus").inner_text() == "6"
-    assert page.locator("#summary-total").inner_text() == "$23868.00 USD"
+    assert page.locator("#summary-total").inner_text() == "23,868.00 USD"

@@ -68,7 +68,7 @@ def test_configurator_summary_shows_units_gpus_and_total_from_the_quote(client):
 
     assert '<dd id="summary-units">2</dd>' in page
     assert '<dd id="summary-gpus">4</dd>' in page
-    assert '<dd id="summary-total">$4236.96 USD</dd>' in page
+    assert '<dd id="summary-total">4,236.96 USD</dd>' in page
     assert "do not pool their memory" in page
 
 
@@ -85,7 +85,7 @@ def test_live_summary_fragment_uses_the_same_quote(client):
 
     assert "<html" not in fragment
     assert '<dd id="summary-gpus">6</dd>' in fragment
-    assert '<dd id="summary-total">$23868.00 USD</dd>' in fragment
+    assert '<dd id="summary-total">23,868.00 USD</dd>' in fragment
 
 
 @pytest.mark.parametrize(

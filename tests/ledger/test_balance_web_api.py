@@ -5,6 +5,7 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
+from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.ledger import services
 from kernodeck.ledger.models import TopUp
 from tests.factories import api_post, make_offer, make_order, make_user
@@ -22,7 +23,7 @@ def test_balance_page_shows_available_and_pending_apart(client, configured, fres
 
     page = client.get(reverse("ledger:balance"), **EN).content.decode()
 
-    assert '<p class="big-figure" id="balance-available">$50.00 USD</p>' in page
+    assert '<p class="big-figure" id="balance-available">50.00 USD</p>' in page
     assert "Pending confirmation, not available yet" in page
     assert "500.00 USD in top-ups waiting" in page
 
@@ -63,7 +64,20 @@ def test_pay_with_balance_button_settles_the_order(client):
 
     page = client.get(reverse("orders:detail", args=[order.reference]), **EN).content.decode()
     assert "Pay 73.33 USD from my balance" in page
-    client.post(reverse("pay_with_balance", args=[order.reference]))
+    step = client.post(reverse("pay_with_balance", args=[order.reference]), **EN)
+
+    # Always a confirm step first: the amount and what remains; nothing is paid yet.
+    text = step.content.decode()
+    assert "<dt>Amount to pay</dt><dd>73.33 USD</dd>" in text
+    assert "<dt>Available balance now</dt><dd>100.00 USD</dd>" in text
+    assert "<dt>Balance left afterwards</dt><dd>26.67 USD</dd>" in text
+    assert "Back to the order, pay nothing" in text
+    assert "declared_seen" not in text
+    order.refresh_from_db()
+    assert order.payment_state == "awaiting_payment"
+    assert ledger_selectors.balance_available(account=account) == Decimal("100.00")
+
+    client.post(reverse("pay_with_balance", args=[order.reference]), {"confirm": "yes"})
 
     order.refresh_from_db()
     assert order.payment_state == "settled"
@@ -108,7 +122,7 @@ def test_top_up_api(api, configured, fresh_rates):
     assert body["payment"]["method"] == "btc-bitcoin"
     assert refused.status_code == 422
     assert (
-        refused.json()["detail"] == "amount_usd: Top-ups are exactly 100, 500, 2 000, 10 000 USD."
+        refused.json()["detail"] == "amount_usd: Top-ups are exactly 100 USD, 500 USD, 2,000 USD, 10,000 USD."
     )
     assert [t["id"] for t in listed] == [body["id"]]
     assert balance == {"available_usd": "0.00", "pending_topups_usd": "2000.00"}

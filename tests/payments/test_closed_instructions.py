@@ -194,10 +194,20 @@ def test_balance_after_i_have_paid_asks_for_a_confirm_step_on_the_web(
     assert step.status_code == 200
     assert "you will have paid twice" in page
     assert '<input type="hidden" name="confirm" value="yes">' in page
+    assert '<input type="hidden" name="declared_seen" value="yes">' in page
     order.refresh_from_db()
     assert order.payment_state == PaymentState.AWAITING_PAYMENT
 
-    client.post(reverse("pay_with_balance", args=[order.reference]), {"confirm": "yes"})
+    # A form that did not show the risk of paying twice cannot pay: the step comes again.
+    again = client.post(reverse("pay_with_balance", args=[order.reference]), {"confirm": "yes"})
+    assert again.status_code == 200
+    order.refresh_from_db()
+    assert order.payment_state == PaymentState.AWAITING_PAYMENT
+
+    client.post(
+        reverse("pay_with_balance", args=[order.reference]),
+        {"confirm": "yes", "declared_seen": "yes"},
+    )
 
     order.refresh_from_db()
     assert order.payment_state == PaymentState.SETTLED

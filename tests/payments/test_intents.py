@@ -338,7 +338,7 @@ def test_declare_button_and_status_fragment(client, configured, fresh_rates):
     client.post(reverse("payments:declare", args=[intent.pk]))
     fragment = client.get(reverse("payments:status", args=[intent.pk]), **EN).content.decode()
 
-    assert "declared by you, awaiting verification" in fragment
+    assert "Declared by you, awaiting verification" in fragment
     assert "Do not send a second one." in fragment
     assert "<html" not in fragment
 

@@ -95,7 +95,12 @@ def test_payment_is_seen_confirmed_and_settles_the_order_once(configured, fresh_
     intent.refresh_from_db()
     assert "network=bitcoin" in report
     assert intent.status == IntentStatus.DETECTED
-    assert selectors.intent_progress(intent) == {"seen": True, "confirmations": 0, "required": 2}
+    assert selectors.intent_progress(intent) == {
+        "seen": True,
+        "confirmations": 0,
+        "required": 2,
+        "shown": 0,
+    }
 
     block = {"height": 800_001, "block_time": paid_at + timedelta(minutes=3)}
     serve(esplora, intent, 800_001, [esplora_tx("aa" * 32, intent.address, 1_000_000, **block)])

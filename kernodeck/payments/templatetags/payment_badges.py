@@ -1,0 +1,20 @@
+from django import template
+from django.utils.html import format_html
+
+from kernodeck.payments.vocabulary import intent_state
+
+register = template.Library()
+
+
+@register.simple_tag
+def intent_badge(intent):
+    """The payment's one badge: the same words and colour on every page."""
+    state = intent_state(intent)
+    return format_html(
+        '<span class="badge {}" data-state="{}">{}</span>', state.tone, state.key, state.label
+    )
+
+
+@register.filter
+def intent_state_key(intent):
+    return intent_state(intent).key

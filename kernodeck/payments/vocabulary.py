@@ -1,0 +1,73 @@
+"""One status vocabulary for payment instructions: a state, its words and its badge colour.
+
+Every page that shows a payment (its own page, the order file, the top-up, the back-office)
+asks `intent_state` instead of combining status, resolution, declared and abandoned flags on
+its own, so two pages never describe one payment differently. Decided states win: once an
+operator decided a case, the page says the decision, not "under review". Tones are the badge
+classes of site.css, one per meaning: ok (money arrived and counted), info (in progress),
+warn (your move), bad (needs an operator or do not send), muted (over, nothing counted).
+"""
+
+from dataclasses import dataclass
+
+from django.utils.translation import gettext_lazy as _
+
+from kernodeck.payments.models import IntentStatus, Resolution
+
+REVIEW_STATUSES = (IntentStatus.UNDERPAID, IntentStatus.OVERPAID, IntentStatus.LATE)
+
+
+@dataclass(frozen=True)
+class IntentState:
+    key: str
+    label: str
+    tone: str
+
+
+STATES = {
+    "decided_settled": (_("Accepted and settled"), "ok"),
+    "decided_credited": (_("Credited to the balance"), "ok"),
+    "decided_refunded": (_("Refunded off-platform"), "muted"),
+    "allocated": (_("Confirmed and allocated"), "ok"),
+    "confirmed": (_("Confirmed"), "ok"),
+    "review": (_("Under review"), "bad"),
+    "detected": (_("Seen on the blockchain"), "info"),
+    "expired": (_("Expired"), "muted"),
+    "closed": (_("Closed: do not send"), "bad"),
+    "abandoned": (_("Abandoned"), "muted"),
+    "declared": (_("Declared by you, awaiting verification"), "info"),
+    "waiting": (_("Waiting for your transfer"), "warn"),
+}
+
+
+def intent_state_key(intent) -> str:
+    """The one state a customer reads for these instructions, most decided first."""
+    if intent.resolution == Resolution.SETTLED:
+        return "decided_settled"
+    if intent.resolution == Resolution.CREDITED:
+        return "decided_credited"
+    if intent.resolution == Resolution.REFUNDED:
+        return "decided_refunded"
+    if intent.status == IntentStatus.ALLOCATED:
+        return "allocated"
+    if intent.status == IntentStatus.CONFIRMED:
+        return "confirmed"
+    if intent.status in REVIEW_STATUSES:
+        return "review"
+    if intent.status == IntentStatus.DETECTED:
+        return "detected"
+    if intent.status == IntentStatus.EXPIRED:
+        return "expired"
+    if intent.closed_at:
+        return "closed"
+    if intent.abandoned_at:
+        return "abandoned"
+    if intent.declared_at:
+        return "declared"
+    return "waiting"
+
+
+def intent_state(intent) -> IntentState:
+    key = intent_state_key(intent)
+    label, tone = STATES[key]
+    return IntentState(key=key, label=str(label), tone=tone)
