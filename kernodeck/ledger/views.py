@@ -82,6 +82,8 @@ def topup_detail(request, topup_id):
             "topup": topup,
             "intents": intents,
             "live_intent": live,
+            # An operator's decision on one of its payments ends the wait (not "pending").
+            "decided_intent": next((i for i in intents if i.resolution), None),
             "methods": payment_selectors.methods_overview() if live is None else [],
         },
     )
