@@ -6,13 +6,17 @@ Unit prices derive from the hourly rate: 24 h x days x GPUs per unit, with 3 % o
 
 from decimal import Decimal
 
+from django.utils.translation import gettext_noop as N_
+
 from kernodeck.core.money import usd
 
 TERM_FACTORS = {3: Decimal("1.00"), 7: Decimal("0.97"), 30: Decimal("0.85")}
 ALL = ["python", "pytorch", "notebook", "inference"]
 
 # slug, model, vendor, backend, GiB per GPU, GPUs per unit, USD per GPU-hour, fleet units,
-# preparations, description
+# preparations, description. The descriptions are stored in English and are message ids:
+# the catalog page shows them through the catalogue (Spanish in kernodeck/locale), while an
+# operator's own description, not in the catalogue, shows as written.
 OFFERS = [
     (
         "rtx-4090",
@@ -24,7 +28,7 @@ OFFERS = [
         "0.45",
         24,
         ALL,
-        "Consumer Ada card: fine-tuning small models, image generation, inference.",
+        N_("Consumer Ada card: fine-tuning small models, image generation, inference."),
     ),
     (
         "rtx-5090",
@@ -36,7 +40,7 @@ OFFERS = [
         "0.75",
         16,
         ALL,
-        "Blackwell consumer card with 32 GB: larger LoRA runs and fast inference.",
+        N_("Blackwell consumer card with 32 GB: larger LoRA runs and fast inference."),
     ),
     (
         "l40s",
@@ -48,7 +52,7 @@ OFFERS = [
         "0.95",
         12,
         ALL,
-        "Data-centre Ada with 48 GB: inference serving and mid-size fine-tuning.",
+        N_("Data-centre Ada with 48 GB: inference serving and mid-size fine-tuning."),
     ),
     (
         "rtx-pro-6000",
@@ -60,7 +64,7 @@ OFFERS = [
         "1.45",
         8,
         ALL,
-        "96 GB on one card: 70B-class inference with quantisation.",
+        N_("96 GB on one card: 70B-class inference with quantisation."),
     ),
     (
         "a100-80gb",
@@ -72,7 +76,7 @@ OFFERS = [
         "1.35",
         12,
         ALL,
-        "The proven Ampere workhorse for training and inference.",
+        N_("The proven Ampere workhorse for training and inference."),
     ),
     (
         "h100-80gb",
@@ -84,7 +88,7 @@ OFFERS = [
         "2.25",
         16,
         ALL,
-        "Hopper with FP8: training and high-throughput inference.",
+        N_("Hopper with FP8: training and high-throughput inference."),
     ),
     (
         "h200-141gb",
@@ -96,7 +100,7 @@ OFFERS = [
         "3.10",
         8,
         ALL,
-        "Hopper with 141 GB HBM3e: long contexts and large KV caches.",
+        N_("Hopper with 141 GB HBM3e: long contexts and large KV caches."),
     ),
     (
         "b200-180gb",
@@ -108,7 +112,7 @@ OFFERS = [
         "6.50",
         4,
         ALL,
-        "Blackwell: each unit holds two B200 GPUs.",
+        N_("Blackwell: each unit holds two B200 GPUs."),
     ),
     (
         "mi300x-192gb",
@@ -120,7 +124,7 @@ OFFERS = [
         "2.40",
         6,
         ["python", "pytorch", "inference"],
-        "192 GB per GPU on ROCm: very large models on one card.",
+        N_("192 GB per GPU on ROCm: very large models on one card."),
     ),
     (
         "mi325x-256gb",
@@ -132,7 +136,7 @@ OFFERS = [
         "2.95",
         4,
         ["python", "pytorch"],
-        "256 GB HBM3e per GPU on ROCm.",
+        N_("256 GB HBM3e per GPU on ROCm."),
     ),
 ]
 

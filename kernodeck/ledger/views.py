@@ -10,8 +10,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from kernodeck.core.errors import NotFound, ServiceError
-from kernodeck.core.money import money
 from kernodeck.core.forms import add_service_error
+from kernodeck.core.money import money
 from kernodeck.ledger import selectors, services
 from kernodeck.ledger.forms import TopUpForm
 from kernodeck.orders import selectors as order_selectors

@@ -122,7 +122,8 @@ def test_top_up_api(api, configured, fresh_rates):
     assert body["payment"]["method"] == "btc-bitcoin"
     assert refused.status_code == 422
     assert (
-        refused.json()["detail"] == "amount_usd: Top-ups are exactly 100 USD, 500 USD, 2,000 USD, 10,000 USD."
+        refused.json()["detail"]
+        == "amount_usd: Top-ups are exactly 100 USD, 500 USD, 2,000 USD, 10,000 USD."
     )
     assert [t["id"] for t in listed] == [body["id"]]
     assert balance == {"available_usd": "0.00", "pending_topups_usd": "2000.00"}

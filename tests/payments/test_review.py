@@ -215,3 +215,42 @@ def test_review_queue_is_for_staff_only_and_lists_cases(configured, fresh_rates)
     staff.post(case, {"form": "decision", "action": "settle", "reason": "ok"})
     intent.refresh_from_db()
     assert intent.resolution == Resolution.SETTLED
+
+
+def test_overpaid_top_up_credited_to_the_balance_is_an_overpayment_and_no_longer_pending(
+    configured, fresh_rates
+):
+    account = make_user()
+    _topup, intent = ledger_services.topup_create(
+        account=account, amount_usd="100", method_code="usdt-tron"
+    )
+    pay_topup(intent, amount_base=300_000_000)  # 300 USDT for a 100 USD top-up
+    assert ledger_selectors.topups_pending_usd(account=account) == Decimal("100.00")
+
+    review.review_credit_balance(
+        intent_id=intent.pk, actor=make_user(staff=True), reason="three times the amount"
+    )
+
+    entry = ledger_selectors.statement(account=account).get()
+    assert (entry.kind, entry.amount_usd) == ("overpayment_credit", Decimal("300.06"))
+    assert ledger_selectors.topups_pending_usd(account=account) == Decimal("0.00")
+    assert list(ledger_selectors.topups_pending(account=account)) == []
+
+
+def test_late_top_up_credited_to_the_balance_stays_a_late_payment(configured, fresh_rates):
+    account = make_user()
+    _topup, intent = ledger_services.topup_create(
+        account=account, amount_usd="100", method_code="usdt-tron"
+    )
+    clock.freeze(intent.expires_at + timedelta(minutes=5))
+    try:
+        pay_topup(intent)
+        intent.refresh_from_db()
+        assert intent.status == IntentStatus.LATE
+        review.review_credit_balance(
+            intent_id=intent.pk, actor=make_user(staff=True), reason="late"
+        )
+    finally:
+        clock.freeze(None)
+
+    assert ledger_selectors.statement(account=account).get().kind == "late_payment_credit"

@@ -1,0 +1,65 @@
+"""One written form of USD amounts per language (issue 12): pages, e-mails and API messages."""
+
+from decimal import Decimal
+
+import pytest
+from django.template import Context, Template
+from django.utils import translation
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kernodeck.core.money import money, money_figure, rate_figure
+
+
+@pytest.mark.parametrize(
+    ("value", "en", "es"),
+    [
+        ("0", "0.00 USD", "0,00 USD"),
+        ("73.33", "73.33 USD", "73,33 USD"),
+        ("2000", "2,000.00 USD", "2\u00a0000,00 USD"),
+        ("23868.005", "23,868.01 USD", "23\u00a0868,01 USD"),
+        ("1234567.5", "1,234,567.50 USD", "1\u00a0234\u00a0567,50 USD"),
+        ("-73.33", "-73.33 USD", "-73,33 USD"),
+    ],
+)
+def test_money_per_language(value, en, es):
+    assert money(Decimal(value), language="en") == en
+    assert money(Decimal(value), language="es") == es
+
+
+def test_the_active_language_is_used_and_whole_amounts_may_drop_cents():
+    with translation.override("es"):
+        assert money(10000, places=0) == "10\u00a0000 USD"
+        assert money_figure("2000") == "2\u00a0000,00"
+    with translation.override("en"):
+        assert money(10000, places=0) == "10,000 USD"
+
+
+def test_rates_keep_four_places_below_one_dollar():
+    assert rate_figure(Decimal("97000"), language="es") == "97\u00a0000,00"
+    assert rate_figure(Decimal("0.2412"), language="en") == "0.2412"
+
+
+def test_floats_are_refused():
+    with pytest.raises(TypeError):
+        money(1.5, language="en")
+
+
+def test_template_filters_follow_the_language():
+    template = Template("{% load money %}{{ a|money }} / {{ a|money_figure }} USD")
+    with translation.override("es"):
+        assert template.render(Context({"a": Decimal("4236.96")})) == (
+            "4\u00a0236,96 USD / 4\u00a0236,96 USD"
+        )
+    with translation.override("en"):
+        assert template.render(Context({"a": Decimal("4236.96")})) == "4,236.96 USD / 4,236.96 USD"
+
+
+@given(cents=st.integers(min_value=-(10**12), max_value=10**12))
+def test_both_forms_read_back_to_the_same_amount(cents):
+    value = Decimal(cents).scaleb(-2)
+    en = money(value, language="en").removesuffix(" USD")
+    es = money(value, language="es").removesuffix(" USD")
+    assert Decimal(en.replace(",", "")) == value
+    assert Decimal(es.replace("\u00a0", "").replace(",", ".")) == value
+    assert " " not in es  # the figure never breaks across lines
