@@ -2,6 +2,7 @@
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 
 from kernodeck.backoffice.forms import DecisionForm, RecordTransferForm, TransferResolveForm
 from kernodeck.backoffice.permissions import permission_required, require_permission
@@ -58,14 +59,14 @@ def intent_case(request, intent_id):
                     actor=request.user,
                     reason=decision_form.cleaned_data["reason"],
                 )
-                messages.success(request, "Decision recorded.")
+                messages.success(request, _("Decision recorded."))
                 return redirect("backoffice:intent_case", intent_id=intent.pk)
             if record_form.is_bound and record_form.is_valid():
                 require_permission(request, *ACTION_PERMISSIONS["record"])
                 review.review_record_transfer(
                     intent_id=intent.pk, actor=request.user, **record_form.cleaned_data
                 )
-                messages.success(request, "Transfer recorded and reconciled.")
+                messages.success(request, _("Transfer recorded and reconciled."))
                 return redirect("backoffice:intent_case", intent_id=intent.pk)
         except ServiceError as exc:
             add_service_error(decision_form if decision_form.is_bound else record_form, exc)
@@ -104,7 +105,7 @@ def transfer_case(request, transfer_id):
         except ServiceError as exc:
             add_service_error(form, exc)
         else:
-            messages.success(request, "Transfer reviewed.")
+            messages.success(request, _("Transfer reviewed."))
             return redirect("backoffice:review_queue")
     return render(request, "backoffice/transfer_case.html", {"transfer": transfer, "form": form})
 

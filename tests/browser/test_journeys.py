@@ -154,7 +154,7 @@ def test_overpaid_top_up_credited_by_the_operator_reads_as_decided_everywhere(
     live_server, new_context, settings, locale
 ):
     customer, _operator, intent, _review = overpaid_top_up_credited(settings)
-    operator_page = new_context(locale="en-GB").new_page()
+    operator_page = new_context(locale=locale).new_page()
     sign_in(operator_page, live_server.url, "ops@example.org")
     operator_page.goto(f"{live_server.url}/backoffice/review/intent/{intent.pk}/")
     operator_page.locator("input[name=action][value=credit]").check()
@@ -162,7 +162,13 @@ def test_overpaid_top_up_credited_by_the_operator_reads_as_decided_everywhere(
         "sent three times the amount"
     )
     operator_page.locator("form:has(input[value=decision]) button[type=submit]").click()
-    operator_page.wait_for_load_state()
+    decided = "Decided" if locale == "en-GB" else "Decidido"
+    operator_page.get_by_role("heading", name=decided).wait_for()
+    shoot(operator_page, f"overpaid-credited-backoffice-{locale}")
+    case = operator_page.locator("main").inner_text()
+    if locale == "es-ES":  # the back-office speaks Spanish too
+        for english in ("Expected", "Received", "Transfers at this address", "Rate now"):
+            assert english not in case
     intent.refresh_from_db()
     assert intent.resolution == "credited"
 
@@ -182,6 +188,9 @@ def test_overpaid_top_up_credited_by_the_operator_reads_as_decided_everywhere(
         assert "Abonado al saldo" in status
         for stale in ("En revisión", "decidirá", "Esperando", "pedido"):
             assert stale not in status
+    main = page.locator("main").inner_text()
+    assert ("300 USDT" in main) and ("no longer be paid" not in main)
+    assert "ya no se pueden pagar" not in main
     assert page.locator("#status .badge").count() == 1
     assert "ok" in page.locator("#status .badge").get_attribute("class")
 
