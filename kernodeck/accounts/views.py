@@ -220,6 +220,7 @@ def token_revoke(request, token_id: int):
             )
             % {"name": token.name, "prefix": token.prefix},
             "confirm_label": _("Revoke token"),
+            "cancel_label": _("Keep the token"),
             "cancel_url": reverse("accounts:account") + "#tokens",
         },
     )
@@ -257,6 +258,7 @@ def ssh_key_remove(request, key_id: int):
             "body": _("“%(name)s” (%(fingerprint)s) will no longer be installed on new rentals.")
             % {"name": key.name, "fingerprint": key.fingerprint},
             "confirm_label": _("Remove key"),
+            "cancel_label": _("Keep the key"),
             "cancel_url": reverse("accounts:account") + "#ssh-keys",
         },
     )

@@ -118,6 +118,7 @@ def cancel(request, reference):
                 "payment for it after cancelling. This cannot be undone."
             ),
             "confirm_label": _("Cancel the order"),
+            "cancel_label": _("Keep the order"),
             "cancel_url": reverse("orders:detail", args=[order.reference]),
         },
     )

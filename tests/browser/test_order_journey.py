@@ -43,6 +43,8 @@ def test_configure_two_b200_units_register_find_and_cancel(live_server, new_cont
     page.get_by_role("link", name="My orders").first.click()
     page.get_by_role("link", name=order.reference).click()
     page.get_by_role("link", name="Cancel this order").click()
+    # Each button says what it does: cancel, or keep the order.
+    assert page.get_by_role("link", name="Keep the order").is_visible()
     page.get_by_role("button", name="Cancel the order").click()
     page.get_by_text("Order cancelled").first.wait_for()
 
