@@ -119,3 +119,22 @@ def test_configurator_continues_to_the_confirmation_step_with_the_configuration(
 
     assert f'action="{reverse("orders:new")}"' in page
     assert 'name="offer" value="h100"' in page
+
+
+def test_demo_gpu_descriptions_and_prices_speak_the_page_language(client):
+    from kernodeck.demo.services import demo_seed_catalog
+
+    demo_seed_catalog()
+    make_offer(gpu_model="Own GPU", description="Written by the operator.")
+
+    es = client.get(reverse("catalog:list"), HTTP_ACCEPT_LANGUAGE="es").content.decode()
+    en = client.get(reverse("catalog:list"), **EN).content.decode()
+
+    assert "Tarjeta Ada de consumo: ajuste fino de modelos pequeños" in es
+    assert "Blackwell: cada lote incluye dos GPU B200." in es
+    assert "Consumer Ada card" not in es
+    assert "Consumer Ada card: fine-tuning small models, image generation, inference." in en
+    # An operator's own description is not a message id: it shows as written.
+    assert "Written by the operator." in es
+    # One money format per language: the 30-day B200 unit (7 956 USD) in each.
+    assert "7\u00a0956,00 USD" in es and "7,956.00 USD" in en
