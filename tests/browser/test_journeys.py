@@ -109,6 +109,7 @@ def test_eleven_units_show_the_error_and_no_stale_total(live_server, new_context
 
     page.get_by_label("Units", exact=True).fill("11")
     summary.locator(".errorlist").first.wait_for()
+    shoot(page, "configurator-eleven-units-en-GB")
 
     assert summary.locator("#summary-total").count() == 0
     assert summary.locator("#summary-units").count() == 0
@@ -249,6 +250,8 @@ def test_phone_width_pages_never_scroll_sideways(live_server, new_context, setti
     page.goto(f"{live_server.url}/payments/{intent.pk}/")
     shoot(page, f"phone-payment-{locale}")
     assert_no_horizontal_overflow(page)
+    main = page.locator("main").inner_text()
+    assert ("Order" if locale == "en-GB" else "Pedido") in main
     # The essentials come first: the amount and the address within the first screen, and
     # "I have paid" right after them, before the QR code and the explanations.
     for selector in ("#pay-amount", "#pay-address"):
@@ -257,3 +260,53 @@ def test_phone_width_pages_never_scroll_sideways(live_server, new_context, setti
     paid = page.locator("#status form button[type=submit]").bounding_box()["y"]
     assert paid < page.locator(".qr-card").bounding_box()["y"]
     assert paid < page.locator(".pay-later").bounding_box()["y"]
+
+
+@pytest.mark.parametrize("locale", ["en-GB", "es-ES"])
+def test_paying_from_the_balance_shows_the_amount_and_what_remains(
+    live_server, new_context, settings, locale
+):
+    settings.KERNODECK_DEMO = True
+    payment_services.payment_methods_ensure()
+    demo_seed_catalog()
+    customer = make_user(email="ada@example.org")
+    ledger_services.balance_adjust(
+        account=customer, amount_usd="2000", actor=make_user(staff=True), reason="funding"
+    )
+    order = order_services.order_register(
+        owner=customer, offer="rtx-4090", days=7, units=1, preparation="python"
+    )
+    page = new_context(locale=locale, viewport=PHONE).new_page()
+    sign_in(page, live_server.url, "ada@example.org")
+    page.goto(f"{live_server.url}/orders/{order.reference}/")
+    page.locator("form[action$='/pay-with-balance/'] button[type=submit]").click()
+    page.locator("#confirm-figures").wait_for()
+    shoot(page, f"balance-confirm-{locale}")
+    assert_no_horizontal_overflow(page)
+
+    figures = page.locator("#confirm-figures").inner_text()
+    if locale == "en-GB":
+        expected = ("73.33 USD", "2,000.00 USD", "1,926.67 USD", "Back to the order, pay nothing")
+    else:
+        expected = (
+            "73,33 USD",
+            "2\u00a0000,00 USD",
+            "1\u00a0926,67 USD",
+            "Volver al pedido sin pagar",
+        )
+    for figure in expected[:3]:
+        assert figure in figures
+    assert page.get_by_role("link", name=expected[3]).is_visible()
+    order.refresh_from_db()
+    assert order.payment_state == "awaiting_payment"
+
+    page.get_by_role("link", name=expected[3]).click()
+    page.wait_for_url(f"**/orders/{order.reference}/")
+    order.refresh_from_db()
+    assert order.payment_state == "awaiting_payment"
+
+    page.locator("form[action$='/pay-with-balance/'] button[type=submit]").click()
+    page.locator("main form button[type=submit]").click()
+    page.wait_for_url(f"**/orders/{order.reference}/")
+    order.refresh_from_db()
+    assert order.payment_state == "settled"
