@@ -1,6 +1,7 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ApiConfig(AppConfig):
     name = "kernodeck.api"
-    verbose_name = "JSON API"
+    verbose_name = _("JSON API")

@@ -1,6 +1,7 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class BackofficeConfig(AppConfig):
     name = "kernodeck.backoffice"
-    verbose_name = "Back-office"
+    verbose_name = _("Back-office")

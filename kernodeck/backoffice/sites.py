@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
 from django.core.exceptions import PermissionDenied
+from django.utils.translation import gettext_lazy as _
 
 
 class BackofficeSite(admin.AdminSite):
@@ -10,8 +11,8 @@ class BackofficeSite(admin.AdminSite):
     all, gets the 403 page: the stock admin would redirect them to its login page, which
     sends signed-in accounts straight back (a redirect loop)."""
 
-    site_header = "Kernodeck back-office"
-    site_title = "Kernodeck back-office"
+    site_header = _("Kernodeck back-office")
+    site_title = _("Kernodeck back-office")
     # Unknown back-office paths answer 404 instead of redirecting to the sign-in page.
     final_catch_all_view = False
 

@@ -1,6 +1,7 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class CoreConfig(AppConfig):
     name = "kernodeck.core"
-    verbose_name = "Core"
+    verbose_name = _("Core")

@@ -1,6 +1,7 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class LedgerConfig(AppConfig):
     name = "kernodeck.ledger"
-    verbose_name = "Balance ledger"
+    verbose_name = _("Balance ledger")

@@ -1,6 +1,7 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class NotificationsConfig(AppConfig):
     name = "kernodeck.notifications"
-    verbose_name = "E-mail and reminders"
+    verbose_name = _("E-mail and reminders")

@@ -1,10 +1,11 @@
 from django.apps import AppConfig
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
 
 
 class PaymentsConfig(AppConfig):
     name = "kernodeck.payments"
-    verbose_name = "Payments"
+    verbose_name = _("Payments")
 
     def ready(self):
         # A bad or PRIVATE extended key must stop the process at start-up, not at the
