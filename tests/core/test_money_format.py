@@ -63,3 +63,17 @@ def test_both_forms_read_back_to_the_same_amount(cents):
     assert Decimal(en.replace(",", "")) == value
     assert Decimal(es.replace("\u00a0", "").replace(",", ".")) == value
     assert " " not in es  # the figure never breaks across lines
+
+
+def test_api_refusals_use_the_same_money_format_as_the_pages():
+    from kernodeck.ledger.services import InsufficientBalance
+
+    with translation.override("es"):
+        spanish = InsufficientBalance(available=Decimal("0"), needed=Decimal("2000")).message
+    with translation.override("en"):
+        english = InsufficientBalance(available=Decimal("0"), needed=Decimal("2000")).message
+
+    assert spanish.startswith(
+        "Tu saldo disponible es de 0,00 USD; este pedido requiere 2\u00a0000,00 USD."
+    )
+    assert english.startswith("Your available balance is 0.00 USD; this order needs 2,000.00 USD.")
