@@ -273,6 +273,13 @@ KERNODECK_ETHEREUM_RPC_URL = _chain_url("KERNODECK_ETHEREUM_RPC_URL")
 KERNODECK_TRON_API_URL = _chain_url("KERNODECK_TRON_API_URL")
 KERNODECK_SOLANA_RPC_URL = _chain_url("KERNODECK_SOLANA_RPC_URL")
 KERNODECK_TRON_API_KEY = os.environ.get("KERNODECK_TRON_API_KEY", "")
+# The demo's chain simulator (kernodeck/demo/simulator.py): its control API, used by the
+# demo-only payment panel. Read in demo mode only; `kernodeck demo` sets it.
+KERNODECK_DEMO_SIMULATOR_URL = (
+    os.environ.get("KERNODECK_DEMO_SIMULATOR_URL", "").strip().rstrip("/")
+    if KERNODECK_DEMO
+    else ""
+)
 KERNODECK_WATCH_INTERVAL = int(os.environ.get("KERNODECK_WATCH_INTERVAL", 30))
 KERNODECK_PAYMENT_EXPIRY_SECONDS = int(os.environ.get("KERNODECK_PAYMENT_EXPIRY_SECONDS", 1800))
 KERNODECK_MONITOR_SECONDS = int(os.environ.get("KERNODECK_MONITOR_SECONDS", 24 * 60 * 60))

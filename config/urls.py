@@ -28,6 +28,8 @@ urlpatterns = [
     path("backoffice/outbox/", include("kernodeck.notifications.urls")),
     path("backoffice/", admin.site.urls),
     path("api/v1/", api.urls),
+    # The demo's payment panel: every view there answers 404 unless demo mode is on.
+    path("demo/", include("kernodeck.demo.urls")),
 ]
 
 handler403 = "kernodeck.core.views.permission_denied"
