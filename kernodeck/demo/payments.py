@@ -6,8 +6,6 @@ task "I have paid" uses), so the payment page follows detected → confirmed →
 lands in review (underpaid, overpaid, late). Nothing here runs outside demo mode.
 """
 
-from datetime import timedelta
-
 import httpx
 from django.conf import settings
 from django.db import transaction
@@ -46,7 +44,7 @@ def demo_intent_expire_now(*, intent: PaymentIntent, actor) -> PaymentIntent:
         if intent.expires_at <= now:
             return intent
         before = {"expires_at": intent.expires_at.isoformat()}
-        intent.expires_at = now - timedelta(seconds=1)
+        intent.expires_at = now
         intent.save(update_fields=["expires_at"])
         audit_record(
             action="demo.payment_window_ended",

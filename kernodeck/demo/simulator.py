@@ -93,6 +93,12 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _block_now_ms() -> int:
+    """The clock rounded up to a whole second: a block made after a moment never reads
+    as earlier than it, even by chains that state block times in whole seconds."""
+    return -(-time.time_ns() // 1_000_000_000) * 1000
+
+
 def _hex_digest(*parts: object) -> str:
     return hashlib.sha256(":".join(str(part) for part in parts).encode()).hexdigest()
 
@@ -201,7 +207,7 @@ class ChainSimulator:
         first = self.tip(network) + 1
         for _ in range(blocks):
             previous = self.block_time_ms(network, self.tip(network))
-            chain["mined_ms"].append(max(_now_ms(), previous + spacing))
+            chain["mined_ms"].append(max(_block_now_ms(), previous + spacing))
         for transfer in self.state["transfers"]:
             if transfer["network"] == network and transfer["height"] is None:
                 transfer["height"] = first
