@@ -14,12 +14,11 @@ from django.utils.translation import gettext as _
 from kernodeck.core import clock
 from kernodeck.core.errors import InvalidInput, NotFound, Unavailable
 from kernodeck.core.services import audit_record
-from kernodeck.payments import locks
+from kernodeck.payments import locks, reconciliation
 from kernodeck.payments.models import PaymentIntent
 
 CONTROL_TIMEOUT = 5.0  # seconds; the simulator is on loopback
-# What each "send" action pays, as a fraction of the amount asked (numerator, denominator):
-# less is well below the tolerance (underpaid), more well above it (overpaid).
+# What each "send" action pays, as a share of the amount asked (numerator, denominator).
 SEND_SHARES = {"exact": (1, 1), "less": (3, 4), "more": (5, 4), "late": (1, 1)}
 ACTIONS = (*SEND_SHARES, "expire", "mine_one", "mine_enough")
 
@@ -29,9 +28,30 @@ def demo_is_on() -> bool:
 
 
 def amount_to_send(*, intent: PaymentIntent, action: str) -> int:
-    """Base units the action sends: the amount asked, or a share of it (rounded down)."""
+    """Base units the action sends: the amount asked, or a share of it that is outside
+    the reconciliation's tolerance, so "less" is always underpaid and "more" overpaid."""
+    due = reconciliation.Due(
+        amount_base=intent.amount_units,
+        amount_usd=intent.amount_usd,
+        usd_per_coin=intent.rate_usd_per_coin,
+        decimals=intent.method.decimals,
+        expires_at=intent.expires_at,
+    )
+    return send_amount(due=due, confirmations=intent.method.confirmations, action=action)
+
+
+def send_amount(*, due: reconciliation.Due, confirmations: int, action: str) -> int:
+    """The amount of `action` for what is due (pure, for the property test)."""
     numerator, denominator = SEND_SHARES[action]
-    return max(1, intent.amount_units * numerator // denominator)
+    share = due.amount_base * numerator // denominator
+    tolerance = reconciliation.tolerance_base(
+        due, reconciliation.Policy(confirmations=confirmations)
+    )
+    if action == "less":
+        return max(1, min(share, due.amount_base - tolerance - 1))
+    if action == "more":
+        return max(share, due.amount_base + tolerance + 1)
+    return share
 
 
 def demo_intent_expire_now(*, intent: PaymentIntent, actor) -> PaymentIntent:

@@ -4,12 +4,15 @@ watcher's early pass moves the payment; outside demo mode none of it exists."""
 import os
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from kernodeck.core.models import AuditEvent
 from kernodeck.demo.services import demo_seed_catalog
+from kernodeck.ledger import services as ledger_services
+from kernodeck.ledger.selectors import balance_available
 from kernodeck.orders import services as order_services
 from kernodeck.payments import services as payment_services
 from kernodeck.payments.models import IntentStatus, Transfer
@@ -88,6 +91,20 @@ def test_each_panel_case_reaches_its_state(demo_chains, signed_in, method, actio
 
     intent.refresh_from_db()
     assert intent.status == status
+
+
+def test_a_top_up_paid_from_the_panel_credits_the_balance(demo_chains, signed_in):
+    payment_services.payment_methods_ensure()
+    _topup, intent = ledger_services.topup_create(
+        account=signed_in.user, amount_usd="500", method_code="sol-solana"
+    )
+
+    press(signed_in, intent, "exact")
+    press(signed_in, intent, "mine_enough")
+
+    intent.refresh_from_db()
+    assert intent.status == IntentStatus.ALLOCATED
+    assert balance_available(account=signed_in.user) == Decimal("500.00")
 
 
 def test_after_expiry_moves_the_window_end_with_an_audit_event(demo_chains, signed_in):
