@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 from kernodeck.core import clock
 from kernodeck.core.errors import InvalidInput, NotFound, Unavailable
 from kernodeck.core.services import audit_record
+from kernodeck.demo.simulator import MAX_MINE
 from kernodeck.payments import locks, reconciliation
 from kernodeck.payments.models import PaymentIntent
 
@@ -52,6 +53,11 @@ def send_amount(*, due: reconciliation.Due, confirmations: int, action: str) -> 
     if action == "more":
         return max(share, due.amount_base + tolerance + 1)
     return share
+
+
+def blocks_to_confirm(intent: PaymentIntent) -> int:
+    """Blocks "Mine N blocks" mines: the method's confirmations (at most one request's)."""
+    return min(intent.method.confirmations, MAX_MINE)
 
 
 def demo_intent_expire_now(*, intent: PaymentIntent, actor) -> PaymentIntent:
@@ -94,7 +100,7 @@ def demo_payment_simulate(*, intent: PaymentIntent, action: str, actor) -> dict:
             payload["reference"] = intent.solana_reference
         answer = _control("pay", payload)
     elif action in ("mine_one", "mine_enough"):
-        blocks = 1 if action == "mine_one" else intent.method.confirmations
+        blocks = 1 if action == "mine_one" else blocks_to_confirm(intent)
         answer = _control("mine", {"network": intent.chain, "blocks": blocks})
     else:
         answer = {}

@@ -22,6 +22,7 @@ def demo_payment_panel(intent):
         return f"{uris.amount_text(amount, method.decimals)} {method.asset}"
 
     confirmations = method.confirmations
+    blocks = payments.blocks_to_confirm(intent)
     return {
         "show": True,
         "intent": intent,
@@ -35,8 +36,7 @@ def demo_payment_panel(intent):
             ("mine_one", _("Mine a block"), ""),
             (
                 "mine_enough",
-                ngettext("Mine %(n)s block", "Mine %(n)s blocks", confirmations)
-                % {"n": confirmations},
+                ngettext("Mine %(n)s block", "Mine %(n)s blocks", blocks) % {"n": blocks},
                 ngettext(
                     "%(n)s confirmation is required",
                     "%(n)s confirmations are required",
