@@ -2,6 +2,7 @@
 watcher's early pass moves the payment; outside demo mode none of it exists."""
 
 import os
+import runpy
 import subprocess
 import sys
 from decimal import Decimal
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernodeck.core.models import AuditEvent
+from kernodeck.demo.profile import apply_demo_environment, simulator_environment
 from kernodeck.demo.services import demo_seed_catalog
 from kernodeck.ledger import services as ledger_services
 from kernodeck.ledger.selectors import balance_available
@@ -181,8 +183,8 @@ def test_outside_demo_mode_the_panel_and_its_urls_do_not_exist(signed_in, settin
     assert not AuditEvent.objects.filter(action__startswith="demo.").exists()
 
 
-def _settings_seen(tmp_path, **env):
-    """The chain and simulator settings a `kernodeck` command gets in `env`."""
+def test_production_commands_never_read_the_simulator(tmp_path):
+    (tmp_path / "chain-simulator.port").write_text("45678")
     clean = {
         key: value
         for key, value in os.environ.items()
@@ -194,25 +196,35 @@ def _settings_seen(tmp_path, **env):
     )
     result = subprocess.run(
         [sys.executable, "-m", "kernodeck", "shell", "-v", "0", "-c", code],
-        env={**clean, "KERNODECK_VAR_DIR": str(tmp_path), **env},
+        env={
+            **clean,
+            "KERNODECK_VAR_DIR": str(tmp_path),
+            "KERNODECK_SECRET_KEY": "x" * 60,
+            "KERNODECK_DEMO_SIMULATOR_URL": "http://127.0.0.1:45678",
+        },
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
     assert result.returncode == 0, result.stderr
-    return result.stdout.split()
+    assert result.stdout.split() == ["https://blockstream.info/api", "-"]
 
 
-def test_production_settings_never_read_the_simulator(tmp_path):
+def test_demo_commands_read_the_running_simulators_port(tmp_path):
     (tmp_path / "chain-simulator.port").write_text("45678")
+    saved = dict(os.environ)
+    try:
+        for name in [*simulator_environment("x"), "KERNODECK_SECRET_KEY"]:
+            os.environ.pop(name, None)
+        os.environ.update({"KERNODECK_VAR_DIR": str(tmp_path), "KERNODECK_DEMO": "1"})
+        apply_demo_environment()
+        demo = runpy.run_path(str(ROOT / "config" / "settings.py"))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
-    production = _settings_seen(
-        tmp_path,
-        KERNODECK_SECRET_KEY="x" * 60,
-        KERNODECK_DEMO_SIMULATOR_URL="http://127.0.0.1:45678",
-    )
-    demo = _settings_seen(tmp_path, KERNODECK_DEMO="1")
-
-    assert production == ["https://blockstream.info/api", "-"]
-    assert demo == ["http://127.0.0.1:45678/bitcoin/api", "http://127.0.0.1:45678"]
+    assert demo["KERNODECK_BITCOIN_ESPLORA_URL"] == "http://127.0.0.1:45678/bitcoin/api"
+    assert demo["KERNODECK_SOLANA_RPC_URL"] == "http://127.0.0.1:45678/solana"
+    assert demo["KERNODECK_DEMO_SIMULATOR_URL"] == "http://127.0.0.1:45678"
