@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "kernodeck.payments",
     "kernodeck.ledger",
     "kernodeck.notifications",
+    "kernodeck.support",
     "kernodeck.backoffice",
     "kernodeck.guides",
     "kernodeck.sizing",

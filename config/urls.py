@@ -20,12 +20,14 @@ urlpatterns = [
     ),
     path("balance/", include("kernodeck.ledger.urls")),
     path("account/", include("kernodeck.accounts.urls")),
+    path("support/", include("kernodeck.support.urls")),
     # Django's language switch, wrapped so a signed-in account remembers the choice.
     path("i18n/setlang/", accounts_views.language_set, name="set_language"),
     # Operators sign in through the same throttled sign-in page as customers.
     path("backoffice/login/", accounts_views.backoffice_login),
     path("backoffice/review/", include("kernodeck.backoffice.urls")),
     path("backoffice/outbox/", include("kernodeck.notifications.urls")),
+    path("backoffice/support/", include("kernodeck.backoffice.support_urls")),
     path("backoffice/", admin.site.urls),
     path("api/v1/", api.urls),
 ]

@@ -19,6 +19,7 @@ from kernodeck.ledger.api import router as ledger_router
 from kernodeck.orders.api import router as orders_router
 from kernodeck.payments.api import router as payments_router
 from kernodeck.sizing.api import router as sizing_router
+from kernodeck.support.api import router as support_router
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +100,7 @@ api.add_router("/", orders_router)
 api.add_router("/", payments_router)
 api.add_router("/", ledger_router)
 api.add_router("/", sizing_router)
+api.add_router("/", support_router)
 
 
 def _detail(request, message: str, status: int, headers: dict | None = None):
