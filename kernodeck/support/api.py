@@ -135,6 +135,7 @@ def ticket_get(request, ticket_id: str):
 def ticket_message(request, ticket_id: str, payload: MessageIn):
     ticket = selectors.ticket_get_for_owner(owner=request.auth, ticket_id=ticket_id)
     services.ticket_message_add(ticket=ticket, author=request.auth, body=payload.body)
+    ticket.refresh_from_db()
     return Status(201, ticket_out(ticket))
 
 
@@ -153,6 +154,7 @@ def extension_pay_with_balance(request, ticket_id: str):
     """Pay the ticket's extension offer from the balance; the rental's end moves at once."""
     ticket, extension = _offer(request, ticket_id)
     services.extension_pay_with_balance(extension=extension, actor=request.auth)
+    ticket.refresh_from_db()
     return ticket_out(ticket)
 
 

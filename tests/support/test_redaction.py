@@ -53,7 +53,11 @@ POSITIVES = [
     ("private_key", RSA_KEY, "MIIEowIBAAKCAQEA7dummy"),
     ("extended_private_key", f"wallet {XPRV}", XPRV),
     ("url_password", "postgres://admin:S3cr3tPass@db.internal:5432/app", "S3cr3tPass"),
-    ("url_password", "pip install --index-url https://me:hunter2hunter@pypi.example/", "hunter2hunter"),
+    (
+        "url_password",
+        "pip install --index-url https://me:hunter2hunter@pypi.example/",
+        "hunter2hunter",
+    ),
     ("assignment", "DB_PASSWORD=correcthorse42", "correcthorse42"),
     ("assignment", 'password = "p4ssw0rd!"', "p4ssw0rd!"),
     ("assignment", "token: abcdef123456", "abcdef123456"),
