@@ -118,16 +118,18 @@ def intent_of_order(*, order, intent_id):
 
 
 def known_secrets(*, order) -> list[str]:
-    """The rental's own access secrets (notebook token, inference key), to be removed from
-    anything the customer sends about it. Empty when nothing was delivered."""
+    """The rental's own access secret (notebook token, inference key), to be removed from
+    anything the customer sends about it. Empty when nothing was delivered or it was
+    revoked."""
+    from kernodeck.provisioning import selectors as provisioning_selectors
+
     if order is None:
         return []
-    try:
-        from kernodeck.provisioning import selectors as provisioning_selectors
-    except ImportError:
+    delivery = provisioning_selectors.latest_delivery(order)
+    if delivery is None or not delivery.secret_ciphertext:
         return []
-    secrets_of = getattr(provisioning_selectors, "order_access_secrets", None)
-    return list(secrets_of(order=order)) if secrets_of else []
+    token = provisioning_selectors.access_view(delivery).token
+    return [token] if token else []
 
 
 def tickets_with_order(*, order):

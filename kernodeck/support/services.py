@@ -16,6 +16,7 @@ from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput, NotFound
 from kernodeck.core.money import usd, usd_str
 from kernodeck.core.services import audit_record
+from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.models import Order, PaymentState, RentalState
 from kernodeck.support import pricing, redaction, selectors
@@ -39,6 +40,8 @@ ATTACHMENT_MAX_BYTES = 512 * 1024
 ATTACHMENTS_PER_MESSAGE = 3
 EXTENSION_MAX_DAYS = 90
 OFFER_MAX_VALID_DAYS = 30
+# Rentals whose end can move (what `rental_extend` accepts).
+EXTENDABLE_STATES = {RentalState.ACTIVE, RentalState.SUSPENDED}
 
 TEXT_EXTENSIONS = {
     ".txt",
@@ -554,8 +557,8 @@ def extension_offer(
     with transaction.atomic():
         extension = _lock_extension(extension.pk)
         _move(extension, ExtensionStatus.OFFERED)
-        if extension.order.rental_state != RentalState.ACTIVE:
-            raise Conflict(_("Only an active rental can be extended; this one is not active."))
+        if extension.order.rental_state not in EXTENDABLE_STATES:
+            raise Conflict(_("Only a running rental can be extended; this one is not."))
         price = (
             _price(price_usd)
             if custom
@@ -639,6 +642,8 @@ def _ticket_touch(ticket_id, *, status) -> None:
 def _check_payable(extension: Extension) -> None:
     if extension.status != ExtensionStatus.OFFERED:
         raise Conflict(_("There is no offer waiting for payment in this ticket."))
+    if extension.order.rental_state not in EXTENDABLE_STATES:
+        raise Conflict(_("This rental is no longer running, so it cannot be extended."))
     if extension.valid_until <= clock.now():
         raise Conflict(
             _("This offer expired on %(at)s UTC; ask support for a new one.")
@@ -723,7 +728,8 @@ def _settle_locked(extension: Extension, *, actor, cause: dict) -> Extension:
         actor=actor,
         after={"status": extension.status, **cause},
     )
-    order = extension.order
+    # The order's current end, read under its lock: the new end counts from it.
+    order = order_locks.lock_order(extension.order_id)
     until = order.ends_at + timedelta(days=extension.days)
     rental_extend(
         order=order,

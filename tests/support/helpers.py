@@ -53,3 +53,19 @@ def problem_ticket(*, owner, body="It crashes on the first step.", order=None, *
 
 def in_days(days):
     return clock.now() + timedelta(days=days)
+
+
+def active_rental(*, owner=None, days=7, token=""):
+    """A settled order whose access was delivered (rental active, with dates)."""
+    from kernodeck.provisioning import services as provisioning_services
+    from tests.factories import make_operator, make_settled_order, make_ssh_key
+
+    owner = owner or make_user()
+    make_ssh_key(owner)
+    operator = make_operator()
+    order = settled_order(owner=owner, days=days)
+    order = provisioning_services.rental_prepare(order=order, actor=operator)
+    extra = {"url": "https://127.0.0.1:8888/lab", "token": token} if token else {}
+    return provisioning_services.rental_deliver(
+        order=order, actor=operator, host="gpu1.example.org", port=2222, user="kd-abc", **extra
+    )
