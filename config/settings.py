@@ -221,6 +221,8 @@ KERNODECK_THROTTLE_PAYMENT_CREATE = env_limit("KERNODECK_THROTTLE_PAYMENT_CREATE
 KERNODECK_THROTTLE_PAYMENT_DECLARE = env_limit("KERNODECK_THROTTLE_PAYMENT_DECLARE", "10/3600")
 
 # Orders: how long an unsettled order holds its units (seconds).
+# Where people who cannot sign in (lost password) write to support; shown on the sign-in page.
+KERNODECK_SUPPORT_EMAIL = os.environ.get("KERNODECK_SUPPORT_EMAIL", "").strip()
 KERNODECK_ORDER_HOLD_SECONDS = int(os.environ.get("KERNODECK_ORDER_HOLD_SECONDS", 2 * 60 * 60))
 
 # Payments: exchange rates, watch-only wallets, instructions.

@@ -6,6 +6,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 from django.views.decorators.http import require_POST
 
 from kernodeck.core.errors import NotFound, ServiceError
@@ -26,6 +27,13 @@ PREVIEW_FIELDS = (
     "configuration",
     "sent",
 )
+
+
+# Links from the product name the case; the subject starts filled in.
+TOPIC_SUBJECTS = {
+    "dates": _lazy("Please confirm the dates of my rental"),
+    "double-payment": _lazy("I already sent a transfer"),
+}
 
 
 def _owned_ticket(request, ticket_id):
@@ -64,7 +72,11 @@ def ticket_new(request):
         )
     orders = order_selectors.orders_for(owner=request.user)[:100]
     reference = source.get("order", "")
-    initial = {"order": reference.upper()[:16], "payment": source.get("payment", "")}
+    initial = {
+        "order": reference.upper()[:16],
+        "payment": source.get("payment", ""),
+        "subject": TOPIC_SUBJECTS.get(source.get("topic", ""), ""),
+    }
     form = TicketForm(
         request.POST or None,
         request.FILES or None,
