@@ -6,7 +6,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy as _lazy
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from kernodeck.core.errors import NotFound, ServiceError
@@ -31,8 +31,8 @@ PREVIEW_FIELDS = (
 
 # Links from the product name the case; the subject starts filled in.
 TOPIC_SUBJECTS = {
-    "dates": _lazy("Please confirm the dates of my rental"),
-    "double-payment": _lazy("I already sent a transfer"),
+    "dates": gettext_lazy("Please confirm the dates of my rental"),
+    "double-payment": gettext_lazy("I already sent a transfer"),
 }
 
 
