@@ -81,6 +81,12 @@ TIMELINE_LABELS = {
     "order.payment_instructions_created": gettext_lazy("Payment instructions created"),
     "order.payment_declared": gettext_lazy("Payment declared by you (“I have paid”)"),
     "order.payment_abandoned": gettext_lazy("Payment instructions abandoned"),
+    # Support (tickets and extensions about the order).
+    "order.ticket_opened": gettext_lazy("Support ticket opened"),
+    "order.extension_offered": gettext_lazy("Extension offered by support"),
+    "order.extension_declined": gettext_lazy("Extension declined by support"),
+    "order.extension_payment_created": gettext_lazy("Payment instructions for the extension"),
+    "order.rental_extended": gettext_lazy("Rental extended: new end date"),
 }
 
 

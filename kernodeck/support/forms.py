@@ -76,9 +76,12 @@ class TicketForm(Form):
             Kind.PAYMENT: lambda: self._payment_fields(payments),
         }.get(kind)
         if extra:
-            # Kind-specific fields go between the order and the subject.
-            fields = extra()
-            ordered = {"order": self.fields.pop("order"), **fields}
+            # The guided fields go between the subject and the free message.
+            ordered = {
+                "order": self.fields.pop("order"),
+                "subject": self.fields.pop("subject"),
+                **extra(),
+            }
             ordered.update(self.fields)
             self.fields = ordered
 

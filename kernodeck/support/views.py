@@ -70,7 +70,10 @@ def ticket_new(request):
             "support/choose.html",
             {"kinds": Kind.choices, "order": source.get("order", "")},
         )
-    orders = order_selectors.orders_for(owner=request.user)[:100]
+    orders = order_selectors.orders_for(owner=request.user)
+    if kind == Kind.EXTENSION:
+        orders = orders.filter(rental_state__in=services.EXTENDABLE_STATES)
+    orders = orders[:100]
     reference = source.get("order", "")
     initial = {
         "order": reference.upper()[:16],
