@@ -95,7 +95,7 @@ def test_a_custom_price_and_days_outside_the_sheet():
     assert extension.price_usd == Decimal("99.50")
     assert extension.custom_price
     sheet = services.extension_default_price(order=order, days=5)
-    assert sheet == Decimal("166.67")  # 3-day price 100.00 / 3 × 5, rounded up
+    assert sheet == Decimal("166.67")  # 3-day price 100.00 / 3 * 5, rounded up
 
 
 def test_declined_offer_changes_nothing_and_cannot_be_paid():
