@@ -22,7 +22,21 @@ JWT = (
 KD = "kd_" + "Zm9vYmFyYmF6cXV4cXV1eHF1dXhxdXV4cXV1eHF1dXg"
 SEED12 = "abandon ability able about above absent absorb abstract absurd abuse access accident"
 SEED24 = " ".join(
-    ["legal", "winner", "thank", "year", "wave", "sausage", "worth", "useful", "legal", "winner", "thank", "yellow"] * 2
+    [
+        "legal",
+        "winner",
+        "thank",
+        "year",
+        "wave",
+        "sausage",
+        "worth",
+        "useful",
+        "legal",
+        "winner",
+        "thank",
+        "yellow",
+    ]
+    * 2
 )
 PRIVATE_KEY = (
     "-----BEGIN OPENSSH PRIVATE KEY-----\n"
