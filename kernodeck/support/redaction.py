@@ -115,18 +115,20 @@ _RULES: list[tuple[str, re.Pattern, int]] = [
     # scheme://user:password@host — only the password goes.
     (
         "url_password",
-        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:([^\s@/]+)@"),
+        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@]{1,200}:([^\s@/]{1,500})@"),
         1,
     ),
 ]
 
 # NAME=value or NAME: value where the name ends in a secret word (HF_TOKEN, db_password,
 # client_secret, api_key...). `==` (pip pins) and names that only start with one
-# (`tokenizers`) do not match.
+# (`tokenizers`) do not match. The pattern starts at the secret word itself: a pattern for
+# the whole name would try every position of a long identifier (quadratic time on
+# hostile input), and the rest of the name stays as it was anyway.
 _ASSIGNMENT = re.compile(
-    r"(?P<name>\b(?:[A-Za-z_][A-Za-z0-9_\-]*?)?"
-    r"(?:password|passwd|passphrase|pwd|token|secret|api_?key|access_?key|private_?key))"
-    r"(?P<sep>[\"']?\s*(?:=|:)(?!=)\s*)"
+    r"(?:password|passwd|passphrase|token|secret|secret_?key|api_?key|access_?key"
+    r"|private_?key)"
+    r"(?P<sep>[\"']?[ \t]*[=:](?!=)[ \t]*)"
     r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;()\[\]{}]+)",
     re.IGNORECASE,
 )
@@ -198,7 +200,8 @@ def _assignment(match: re.Match, counter: list[int]) -> str:
         return match.group(0)  # a call or an index: code, not a literal secret
     counter[0] += 1
     quote = value[0] if value[:1] in {'"', "'"} else ""
-    return f"{match.group('name')}{match.group('sep')}{quote}{REMOVED}{quote}"
+    keep = match.group(0)[: match.start("value") - match.start()]
+    return f"{keep}{quote}{REMOVED}{quote}"
 
 
 def redact(text: str, *, known_secrets: tuple[str, ...] | list[str] = ()) -> Redacted:

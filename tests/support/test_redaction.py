@@ -234,3 +234,24 @@ def test_a_secret_inside_a_traceback_goes_and_the_rest_stays():
     text = TRACEBACK + f"HF_TOKEN={HF}\n"
     result = redact(text)
     assert result.text == TRACEBACK + f"HF_TOKEN={REMOVED}\n"
+
+
+HOSTILE = {
+    "dashed identifier": "a-" * 10_000,
+    "long word": "a" * 20_000,
+    "schemes": "ab://" * 4_000,
+    "users": "a://" + "b:" * 9_000,
+    "assignments": "token=" * 3_000,
+    "numbered words": "1. abandon " * 1_800,
+    "jwt heads": "eyJ" * 6_000,
+    "unterminated key": "-----BEGIN PRIVATE KEY-----" + "x" * 19_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_input_is_handled_in_linear_time(name):
+    import time
+
+    started = time.perf_counter()
+    redact(HOSTILE[name])
+    assert time.perf_counter() - started < 1.0
