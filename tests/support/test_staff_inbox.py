@@ -85,6 +85,7 @@ def test_inbox_lists_open_tickets_oldest_wait_first_and_filters_by_kind(client):
     second = problem_ticket(owner=make_user(), subject="Second")
     from kernodeck.support import services
 
+    clock.freeze(in_days(1))
     other = services.ticket_create(owner=make_user(), kind="account", subject="Third", body="x")
     closed = problem_ticket(owner=make_user(), subject="Closed one")
     services.ticket_status_set(ticket=closed, status="closed", actor=make_agent())
