@@ -378,3 +378,29 @@ def test_web_form_errors_are_shown_not_raised(client):
     )
     assert response.status_code == 422
     assert Ticket.objects.count() == 0
+
+
+def test_web_bad_input_is_a_form_error_never_a_500(client, settings):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    owner = make_user()
+    client.force_login(owner)
+    nul = client.post(
+        reverse("support:new"), {"kind": "other", "subject": "a\x00b", "body": "x"}
+    )
+    assert nul.status_code == 422
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024
+    huge = client.post(
+        reverse("support:new"), {"kind": "other", "subject": "s", "body": "x" * 200_000}
+    )
+    assert huge.status_code == 400
+    ticket = problem_ticket(owner=owner)
+    detail = reverse("support:detail", args=[ticket.pk])
+    exe = client.post(
+        detail, {"body": "log", "attachments": [SimpleUploadedFile("a.exe", b"MZ\x90")]}
+    )
+    assert exe.status_code == 422
+    assert "a.exe: attach text files" in exe.content.decode()
+    assert Ticket.objects.count() == 1
+    assert Message.objects.count() == 1
+    assert Attachment.objects.count() == 0
