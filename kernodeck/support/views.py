@@ -159,7 +159,7 @@ def ticket_detail(request, ticket_id):
             "form": form,
             "extensions": extensions,
             "balance_available": ledger_selectors.balance_available(account=request.user),
-            "methods": payment_selectors.methods_overview()
+            "methods": [m for m in payment_selectors.methods_overview() if m.available]
             if any(e.status == "offered" for e in extensions)
             else [],
         },

@@ -1,4 +1,5 @@
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,47 @@ def test_spanish_ticket_pages_render(live_server, new_context):
     shoot(page, "support-new-extension-es")
     page.goto(live_server.url + "/support/")
     assert "Mis consultas" in page.content()
+
+
+def test_extension_requested_offered_paid_and_shown_in_the_tracking(live_server, new_context):
+    from tests.support.helpers import active_rental, fund
+
+    owner = make_user(email="lin@example.org")
+    order = active_rental(owner=owner, days=7)
+    ends = order.ends_at
+    make_agent(email="agent2@example.org")
+    customer = new_context(locale="en-GB").new_page()
+    sign_in(customer, live_server.url, "lin@example.org")
+    customer.goto(f"{live_server.url}/orders/{order.reference}/")
+    customer.get_by_role("link", name="Request an extension").click()
+    assert customer.get_by_label("Order").input_value() == order.reference
+    customer.get_by_label("Subject").fill("Seven more days")
+    customer.get_by_label("Extra days").fill("7")
+    customer.get_by_label("Deadline").fill(ends.date().isoformat())
+    customer.get_by_label("Message").fill("The training run needs another week.")
+    customer.get_by_role("button", name="Send to support").click()
+    customer.wait_for_url("**/support/*/")
+    customer.get_by_text("Support will answer with an offer.").wait_for()
+
+    agent = new_context(locale="en-GB").new_page()
+    sign_in(agent, live_server.url, "agent2@example.org")
+    agent.goto(f"{live_server.url}/backoffice/support/?kind=extension")
+    agent.get_by_role("link", name="Seven more days").click()
+    agent.get_by_text("Price sheet for 7 days: $210.00").wait_for()
+    agent.locator("form:has(input[value=offer]) input[name=days]").fill("7")
+    agent.locator("form:has(input[value=offer]) input[name=valid_until]").fill(
+        ends.strftime("%Y-%m-%dT%H:%M")
+    )
+    shoot(agent, "support-staff-extension")
+    agent.get_by_role("button", name="Make the offer").click()
+    agent.get_by_text("Offer sent to the customer.").wait_for()
+
+    fund(owner, "250.00")
+    customer.reload()
+    shoot(customer, "support-extension-offer")
+    customer.get_by_role("button", name="Pay 210.00 USD from my balance").click()
+    new_end = ends + timedelta(days=7)
+    customer.get_by_text(f"the rental now ends on {new_end:%Y-%m-%d %H:%M} UTC").first.wait_for()
+    customer.goto(f"{live_server.url}/orders/{order.reference}/")
+    assert f"{new_end:%Y-%m-%d %H:%M} UTC" in customer.locator("#rental").inner_text()
+    assert "Rental extended: new end date" in customer.locator("#timeline").inner_text()

@@ -283,3 +283,21 @@ def test_web_flow_staff_offer_then_customer_pays(client):
     order.refresh_from_db()
     page = client.get(reverse("support:detail", args=[ticket.pk])).content.decode()
     assert f"the rental now ends on {order.ends_at:%Y-%m-%d %H:%M} UTC" in page
+
+
+def test_web_crypto_payment_of_an_offer_opens_its_instructions(client, demo_mode):
+    order = active_rental()
+    extension = offered(order, days=3)
+    client.force_login(order.owner)
+    page = client.get(reverse("support:detail", args=[extension.ticket_id])).content.decode()
+    assert 'value="btc-bitcoin" checked' in page
+    response = client.post(
+        reverse("support:extension_pay", args=[extension.ticket_id, extension.pk]),
+        {"method": "btc-bitcoin"},
+    )
+    intent = extension.intents.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("payments:detail", args=[intent.pk])
+    page = client.get(response["Location"]).content.decode()
+    assert f"Extension of order {order.reference}" in page
+    assert Order.objects.get(pk=order.pk).ends_at == order.ends_at
