@@ -143,8 +143,9 @@ def order_payments_for(*, owner, reference: str = ""):
     intents = PaymentIntent.objects.filter(owner=owner, order__isnull=False).select_related(
         "order", "method"
     )
-    if reference:
-        intents = intents.filter(order__reference=str(reference).upper()[:16])
+    reference = str(reference or "").upper()[:16]
+    if reference and reference.isascii() and "\x00" not in reference:
+        intents = intents.filter(order__reference=reference)
     return intents.order_by("-created_at")[:50]
 
 

@@ -162,10 +162,21 @@ def _kind(value) -> str:
     return value
 
 
+def _reference(value) -> str:
+    """An order reference as typed, or "" when it cannot be one (other scripts, NUL bytes:
+    nothing that odd reaches a query)."""
+    text = str(value or "").strip().upper()
+    if len(text) > 16 or not all(c.isascii() and (c.isalnum() or c == "-") for c in text):
+        return ""
+    return text
+
+
 def _owned_order(*, owner, reference) -> Order:
     """The customer's own order; another account's reference reads as unknown."""
     try:
-        return order_selectors.order_get_for_owner(owner=owner, reference=str(reference))
+        return order_selectors.order_get_for_owner(
+            owner=owner, reference=_reference(reference) or "-"
+        )
     except NotFound as exc:
         raise InvalidInput(exc.message, field="order") from None
 
@@ -323,10 +334,10 @@ def _attachments_prepare(uploads, clean) -> list[dict]:
 def redaction_preview(*, owner, text: str, order_reference: str = "") -> redaction.Redacted:
     """What would be removed from `text` (the htmx preview before sending). Writes nothing."""
     order = None
-    if order_reference:
+    if _reference(order_reference):
         order = (
             order_selectors.orders_for(owner=owner)
-            .filter(reference=str(order_reference).upper()[:16])
+            .filter(reference=_reference(order_reference))
             .first()
         )
     return redaction.redact(text or "", known_secrets=selectors.known_secrets(order=order))
