@@ -10,12 +10,14 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
 from django.db import transaction
+from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput, NotFound
 from kernodeck.core.money import usd, usd_str
 from kernodeck.core.services import audit_record
+from kernodeck.notifications import services as notification_services
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.models import Order, PaymentState, RentalState
@@ -474,15 +476,18 @@ def ticket_message_add(
             after={"status": status, "message": message.pk},
         )
         if from_staff:
-            ticket_id, message_id = ticket.pk, message.pk
-            transaction.on_commit(lambda: _notify_reply(ticket_id, message_id))
+            # A link only: the reply itself stays behind the sign-in. Sent after commit.
+            notification_services.email_enqueue(
+                account=ticket.owner,
+                event="ticket_reply",
+                context={
+                    "ticket_id": str(ticket.pk)[:8],
+                    "ticket_subject": ticket.subject,
+                    "ticket_path": reverse("support:detail", args=[ticket.pk]),
+                },
+                dedupe_key=f"ticket_reply:{message.pk}",
+            )
     return message
-
-
-def _notify_reply(ticket_id, message_id) -> None:
-    from kernodeck.support.tasks import ticket_reply_email
-
-    ticket_reply_email(str(ticket_id), message_id)
 
 
 def ticket_status_set(*, ticket: Ticket, status: str, actor) -> Ticket:

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from kernodeck.core.errors import InvalidInput
 from kernodeck.core.models import AuditEvent
+from kernodeck.notifications.models import OutboxMessage
 from kernodeck.support import services
 from kernodeck.support.models import Attachment, Message, Ticket
 from tests.factories import api_post, make_order, make_user
@@ -155,9 +156,13 @@ def test_thread_customer_and_staff_with_statuses_and_email(
     ticket.refresh_from_db()
     assert ticket.status == "answered"
     assert len(mail.outbox) == 1
-    assert mail.outbox[0].to == [api.user.email]
-    assert f"/support/{ticket.pk}/" in mail.outbox[0].body
-    assert "10:00" not in mail.outbox[0].body  # the reply stays behind the sign-in
+    sent = mail.outbox[0]
+    assert sent.to == [api.user.email]
+    assert f"/support/{ticket.pk}/" in sent.body
+    assert "Dates" in sent.body
+    assert "10:00" not in sent.body  # the reply stays behind the sign-in
+    stored = OutboxMessage.objects.get(event="ticket_reply")
+    assert stored.account == api.user
 
     reply = api_post(api, f"/tickets/{ticket.pk}/messages", {"body": "Thanks, and the end?"})
     assert reply.status_code == 201
@@ -165,6 +170,7 @@ def test_thread_customer_and_staff_with_statuses_and_email(
     assert [m["author"] for m in data["messages"]] == ["customer", "support", "customer"]
     assert data["status"] == "open"
     assert len(mail.outbox) == 1  # customers' own messages send nothing
+    assert OutboxMessage.objects.count() == 1
 
 
 def test_staff_status_moves_follow_the_table():
