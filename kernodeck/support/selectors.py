@@ -2,6 +2,7 @@
 
 import uuid
 
+from django.apps import apps
 from django.db.models import Count
 
 from kernodeck.core.errors import NotFound
@@ -121,10 +122,10 @@ def known_secrets(*, order) -> list[str]:
     """The rental's own access secret (notebook token, inference key), to be removed from
     anything the customer sends about it. Empty when nothing was delivered or it was
     revoked."""
+    if order is None or not apps.is_installed("kernodeck.provisioning"):
+        return []
     from kernodeck.provisioning import selectors as provisioning_selectors
 
-    if order is None:
-        return []
     delivery = provisioning_selectors.latest_delivery(order)
     if delivery is None or not delivery.secret_ciphertext:
         return []

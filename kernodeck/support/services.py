@@ -21,6 +21,7 @@ from kernodeck.notifications import services as notification_services
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.models import Order, PaymentState, RentalState
+from kernodeck.support import locks as support_locks
 from kernodeck.support import pricing, redaction, selectors
 from kernodeck.support.models import (
     EXTENSION_TRANSITIONS,
@@ -449,7 +450,7 @@ def ticket_message_add(
         status = Status.OPEN
     now = clock.now()
     with transaction.atomic():
-        ticket = Ticket.objects.select_for_update().get(pk=ticket.pk)
+        ticket = Ticket.objects.select_for_update(no_key=True).get(pk=ticket.pk)
         message = Message.objects.create(
             ticket=ticket,
             author=author,
@@ -495,7 +496,7 @@ def ticket_status_set(*, ticket: Ticket, status: str, actor) -> Ticket:
     if status not in Status.values:
         raise InvalidInput(_("Unknown status."), field="status")
     with transaction.atomic():
-        ticket = Ticket.objects.select_for_update().get(pk=ticket.pk)
+        ticket = Ticket.objects.select_for_update(no_key=True).get(pk=ticket.pk)
         if ticket.status == status:
             return ticket
         if status not in STATUS_TRANSITIONS[ticket.status]:
@@ -518,10 +519,6 @@ def ticket_status_set(*, ticket: Ticket, status: str, actor) -> Ticket:
 
 
 # -- extensions ---------------------------------------------------------------------------
-
-
-def _lock_extension(extension_id) -> Extension:
-    return Extension.objects.select_for_update().select_related("order").get(pk=extension_id)
 
 
 def _move(extension: Extension, status: str) -> None:
@@ -571,7 +568,7 @@ def extension_offer(
         )
     custom = price_usd not in (None, "")
     with transaction.atomic():
-        extension = _lock_extension(extension.pk)
+        extension = support_locks.lock_extension(extension.pk)
         _move(extension, ExtensionStatus.OFFERED)
         if extension.order.rental_state not in EXTENDABLE_STATES:
             raise Conflict(_("Only a running rental can be extended; this one is not."))
@@ -628,7 +625,7 @@ def extension_decline(*, extension: Extension, reason: str, actor) -> Extension:
     reads. Nothing about the rental changes."""
     reason = _text(reason, field="reason", limit=2000, required=True)
     with transaction.atomic():
-        extension = _lock_extension(extension.pk)
+        extension = support_locks.lock_extension(extension.pk)
         _move(extension, ExtensionStatus.DECLINED)
         before = {"status": extension.status}
         extension.status = ExtensionStatus.DECLINED
@@ -670,14 +667,14 @@ def _check_payable(extension: Extension) -> None:
 def extension_pay_with_balance(*, extension: Extension, actor) -> Extension:
     """Pay an offer from the available balance and apply it, in one transaction.
 
-    The extension row is locked first: a second press (or a concurrent API call) waits,
-    then finds the offer paid and charges nothing. The ledger also refuses a second
-    charge for the same extension (unique constraint).
+    The account, then the extension, are locked first: a second press (or a concurrent
+    API call) waits, then finds the offer paid and charges nothing. The ledger also
+    refuses a second charge for the same extension (unique constraint).
     """
     from kernodeck.ledger import services as ledger_services
 
     with transaction.atomic():
-        extension = _lock_extension(extension.pk)
+        extension = support_locks.lock_extension(extension.pk)
         if extension.status in {ExtensionStatus.PAID, ExtensionStatus.APPLIED}:
             return extension
         _check_payable(extension)
@@ -693,7 +690,7 @@ def extension_payment_create(*, extension: Extension, method_code: str, actor):
 
     payment_services.instructions_prepare(method_code)  # refusals and rates before the lock
     with transaction.atomic():
-        extension = _lock_extension(extension.pk)
+        extension = support_locks.lock_extension(extension.pk)
         _check_payable(extension)
         live = payment_selectors.live_intent(extension.intents.all())
         if live is not None:
@@ -722,7 +719,7 @@ def extension_settle(*, extension_id, cause: dict, actor=None) -> Extension:
     """Called by payment reconciliation (and review) when an extension payment is
     confirmed: mark it paid and move the rental's end. Idempotent."""
     with transaction.atomic():
-        extension = _lock_extension(extension_id)
+        extension = support_locks.lock_extension(extension_id)
         if extension.status in {ExtensionStatus.PAID, ExtensionStatus.APPLIED}:
             return extension
         if extension.status != ExtensionStatus.OFFERED:
