@@ -110,6 +110,10 @@ def _text(value, *, field: str, limit: int, required: bool = False) -> str:
     if not isinstance(value, str):
         raise InvalidInput(_("Enter text."), field=field)
     value = value.replace("\r\n", "\n").strip()
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates from JSON "\ud800": not storable text
+        raise InvalidInput(_("The text is not valid Unicode."), field=field) from None
     if "\x00" in value:
         raise InvalidInput(
             _("The text contains a NUL byte; remove it and send again."), field=field

@@ -209,6 +209,7 @@ def test_staff_status_moves_follow_the_table():
             "when: Choose",
         ),
         ({"kind": "problem", "subject": "s", "body": 5}, "Input should be a valid string"),
+        ({"kind": "problem", "subject": "s", "body": "a\ud800b"}, "body: The text is not valid"),
         ({"kind": "problem", "subject": "s", "body": "x", "order": "KD-\x00"}, "order: No order"),
     ],
 )
