@@ -302,3 +302,28 @@ def test_web_crypto_payment_of_an_offer_opens_its_instructions(client, demo_mode
     page = client.get(response["Location"]).content.decode()
     assert f"Extension of order {order.reference}" in page
     assert Order.objects.get(pk=order.pk).ends_at == order.ends_at
+
+
+def test_paid_extension_replans_the_reminders():
+    from kernodeck.core import clock
+    from kernodeck.notifications.models import OutboxMessage
+    from kernodeck.notifications.reminders import rental_reminders_send
+
+    order = active_rental(days=7)
+    ends = order.ends_at
+    extension = offered(order, days=3, valid_days=10)
+    clock.freeze(ends - timedelta(hours=2))
+    assert rental_reminders_send() == 1  # the 2-hour reminder of the old end
+    fund(order.owner, "100.00")
+    services.extension_pay_with_balance(extension=extension, actor=order.owner)
+    new_end = ends + timedelta(days=3)
+    assert Order.objects.get(pk=order.pk).ends_at == new_end
+    assert rental_reminders_send() == 0  # 3 days left: nothing due yet
+    clock.freeze(new_end - timedelta(hours=2))
+    assert rental_reminders_send() == 1  # planned again from the new end
+    keys = list(
+        OutboxMessage.objects.filter(event="rental_reminder")
+        .order_by("id")
+        .values_list("dedupe_key", flat=True)
+    )
+    assert keys[-1].endswith(new_end.isoformat())
