@@ -106,6 +106,7 @@ def review_accept_and_settle(*, intent_id, actor, reason: str) -> PaymentIntent:
 
             support_services.extension_settle(
                 extension_id=intent.extension_id,
+                intent_id=intent.pk,
                 actor=actor,
                 cause={"payment": str(intent.pk), "review": reason},
             )

@@ -262,7 +262,9 @@ def _allocate(intent: PaymentIntent) -> None:
                 from kernodeck.support import services as support_services
 
                 support_services.extension_settle(
-                    extension_id=intent.extension_id, cause={"payment": str(intent.pk)}
+                    extension_id=intent.extension_id,
+                    intent_id=intent.pk,
+                    cause={"payment": str(intent.pk)},
                 )
             else:
                 from kernodeck.ledger import services as ledger_services

@@ -206,6 +206,14 @@ class Extension(models.Model):
     offered_at = models.DateTimeField(null=True, blank=True)
     decline_reason = models.TextField(blank=True)
     paid_at = models.DateTimeField(null=True, blank=True)
+    paid_by_payment = models.ForeignKey(
+        "payments.PaymentIntent",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The crypto payment that paid it; empty when paid from the balance.",
+    )
     applied_at = models.DateTimeField(null=True, blank=True)
     new_ends_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()

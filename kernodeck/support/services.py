@@ -719,26 +719,31 @@ def extension_payment_create(*, extension: Extension, method_code: str, actor):
     return intent
 
 
-def extension_settle(*, extension_id, cause: dict, actor=None) -> Extension:
+def extension_settle(*, extension_id, intent_id, cause: dict, actor=None) -> Extension:
     """Called by payment reconciliation (and review) when an extension payment is
-    confirmed: mark it paid and move the rental's end. Idempotent."""
+    confirmed: mark it paid and move the rental's end. Idempotent for the same payment;
+    a second payment for an offer already paid (say, from the balance meanwhile) is
+    refused, so it waits in review instead of being swallowed."""
     with transaction.atomic():
         extension = support_locks.lock_extension(extension_id)
         if extension.status in {ExtensionStatus.PAID, ExtensionStatus.APPLIED}:
-            return extension
+            if extension.paid_by_payment_id == intent_id:
+                return extension
+            raise Conflict(_("This extension was already paid; this payment needs a decision."))
         if extension.status != ExtensionStatus.OFFERED:
             raise Conflict(_("The extension offer was withdrawn before this payment arrived."))
-        return _settle_locked(extension, actor=actor, cause=cause)
+        return _settle_locked(extension, actor=actor, cause=cause, intent_id=intent_id)
 
 
-def _settle_locked(extension: Extension, *, actor, cause: dict) -> Extension:
+def _settle_locked(extension: Extension, *, actor, cause: dict, intent_id=None) -> Extension:
     from kernodeck.provisioning.services import rental_extend
 
     now = clock.now()
     _move(extension, ExtensionStatus.PAID)
     extension.status = ExtensionStatus.PAID
     extension.paid_at = now
-    extension.save(update_fields=["status", "paid_at"])
+    extension.paid_by_payment_id = intent_id
+    extension.save(update_fields=["status", "paid_at", "paid_by_payment"])
     audit_record(
         action="support.extension_paid",
         target=extension,

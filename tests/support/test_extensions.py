@@ -207,6 +207,7 @@ def test_offer_paid_in_crypto_through_the_watchers(demo_mode):
     assert intent.status == IntentStatus.ALLOCATED
     extension.refresh_from_db()
     assert extension.status == "applied"
+    assert extension.paid_by_payment == intent
     assert Order.objects.get(pk=order.pk).ends_at == ends + timedelta(days=3)
     assert not LedgerEntry.objects.filter(kind="extension_charge").exists()
 
@@ -327,3 +328,24 @@ def test_paid_extension_replans_the_reminders():
         .values_list("dedupe_key", flat=True)
     )
     assert keys[-1].endswith(new_end.isoformat())
+
+
+def test_crypto_payment_for_an_offer_already_paid_from_the_balance_goes_to_review(demo_mode):
+    order = active_rental()
+    ends = order.ends_at
+    extension = offered(order, days=3)
+    intent = services.extension_payment_create(
+        extension=extension, method_code="btc-bitcoin", actor=order.owner
+    )
+    fund(order.owner, "100.00")
+    services.extension_pay_with_balance(extension=extension, actor=order.owner)
+    intent = pay_topup(intent)  # the crypto transfer confirms afterwards
+    assert intent.status == IntentStatus.CONFIRMED  # not allocated: waits for a decision
+    assert "already paid" in intent.review_reason
+    assert Order.objects.get(pk=order.pk).ends_at == ends + timedelta(days=3)  # once
+    assert LedgerEntry.objects.filter(kind="extension_charge").count() == 1
+    # Re-running reconciliation for the crypto payment changes nothing more.
+    from kernodeck.payments import watching
+
+    watching.payment_intent_reconcile(intent_id=intent.pk)
+    assert Order.objects.get(pk=order.pk).ends_at == ends + timedelta(days=3)

@@ -67,6 +67,7 @@ class Migration(migrations.Migration):
                 ('offered_at', models.DateTimeField(blank=True, null=True)),
                 ('decline_reason', models.TextField(blank=True)),
                 ('paid_at', models.DateTimeField(blank=True, null=True)),
+                ('paid_by_payment', models.ForeignKey(blank=True, help_text='The crypto payment that paid it; empty when paid from the balance.', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='payments.paymentintent')),
                 ('applied_at', models.DateTimeField(blank=True, null=True)),
                 ('new_ends_at', models.DateTimeField(blank=True, null=True)),
                 ('created_at', models.DateTimeField()),
