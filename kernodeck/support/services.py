@@ -682,6 +682,14 @@ def extension_pay_with_balance(*, extension: Extension, actor) -> Extension:
         if extension.status in {ExtensionStatus.PAID, ExtensionStatus.APPLIED}:
             return extension
         _check_payable(extension)
+        if selectors.extension_payment_seen(extension=extension) is not None:
+            # Charging now would make the customer pay twice once that transfer confirms.
+            raise Conflict(
+                _(
+                    "A crypto payment for this offer was already seen on chain and is being "
+                    "checked; the balance is not charged."
+                )
+            )
         entry = ledger_services.extension_charge(extension=extension, actor=actor)
         return _settle_locked(extension, actor=actor, cause={"ledger_entry": entry.pk})
 

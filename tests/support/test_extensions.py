@@ -349,3 +349,31 @@ def test_crypto_payment_for_an_offer_already_paid_from_the_balance_goes_to_revie
 
     watching.payment_intent_reconcile(intent_id=intent.pk)
     assert Order.objects.get(pk=order.pk).ends_at == ends + timedelta(days=3)
+
+
+def test_balance_is_not_charged_while_a_crypto_payment_for_the_offer_is_seen(demo_mode):
+    from kernodeck.payments import watching
+    from kernodeck.payments.chains.base import ObservedTransfer
+
+    order = active_rental()
+    extension = offered(order, days=3)
+    intent = services.extension_payment_create(
+        extension=extension, method_code="btc-bitcoin", actor=order.owner
+    )
+    seen = ObservedTransfer(
+        network=intent.chain,
+        txid="cd" * 32,
+        index=0,
+        address=intent.address,
+        asset=intent.method.asset,
+        amount_base=intent.amount_units,
+        confirmations=0,
+    )
+    watching.transfer_record(seen, intent=intent)
+    assert watching.payment_intent_reconcile(intent_id=intent.pk).status == IntentStatus.DETECTED
+    fund(order.owner, "100.00")
+    before = _snapshot(order)
+    with pytest.raises(Conflict) as refused:
+        services.extension_pay_with_balance(extension=extension, actor=order.owner)
+    assert "already seen on chain" in refused.value.message
+    assert _snapshot(order) == before
