@@ -35,6 +35,7 @@ def support_staff_required(view):
             raise PermissionDenied("Answering support tickets needs the support permission.")
         return view(request, *args, **kwargs)
 
+    wrapped.backoffice_permissions = (PERMISSION,)
     return wrapped
 
 
