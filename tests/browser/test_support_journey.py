@@ -101,6 +101,7 @@ def test_spanish_ticket_pages_render(live_server, new_context):
 
 
 def test_extension_requested_offered_paid_and_shown_in_the_tracking(live_server, new_context):
+    pytest.importorskip("kernodeck.provisioning.services")
     from tests.support.helpers import active_rental, fund
 
     owner = make_user(email="lin@example.org")

@@ -16,6 +16,9 @@ from kernodeck.support import services
 from kernodeck.support.models import Extension
 from tests.support.helpers import active_rental, fund, in_days, make_agent
 
+# Extensions move a running rental's end: they need the provisioning app (rental_extend).
+pytest.importorskip("kernodeck.provisioning.services")
+
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 

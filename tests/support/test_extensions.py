@@ -20,6 +20,9 @@ from tests.factories import api_post, make_order, make_user
 from tests.ledger.helpers import pay_topup
 from tests.support.helpers import active_rental, fund, in_days, make_agent
 
+# Extensions move a running rental's end: they need the provisioning app (rental_extend).
+pytest.importorskip("kernodeck.provisioning.services")
+
 # Real commits: the rental lifecycle's tasks run after commit, as in production.
 pytestmark = pytest.mark.django_db(transaction=True)
 
