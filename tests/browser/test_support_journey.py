@@ -142,4 +142,4 @@ def test_extension_requested_offered_paid_and_shown_in_the_tracking(live_server,
     customer.get_by_text(f"the rental now ends on {new_end:%Y-%m-%d %H:%M} UTC").first.wait_for()
     customer.goto(f"{live_server.url}/orders/{order.reference}/")
     assert f"{new_end:%Y-%m-%d %H:%M} UTC" in customer.locator("#rental").inner_text()
-    assert "Rental extended: new end date" in customer.locator("#timeline").inner_text()
+    assert "Rental extended" in customer.locator("#timeline").inner_text()
