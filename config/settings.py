@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "kernodeck.payments",
     "kernodeck.ledger",
     "kernodeck.notifications",
+    "kernodeck.provisioning",
     "kernodeck.support",
     "kernodeck.backoffice",
     "kernodeck.guides",
@@ -224,6 +225,16 @@ KERNODECK_THROTTLE_PAYMENT_DECLARE = env_limit("KERNODECK_THROTTLE_PAYMENT_DECLA
 # Where people who cannot sign in (lost password) write to support; shown on the sign-in page.
 KERNODECK_SUPPORT_EMAIL = os.environ.get("KERNODECK_SUPPORT_EMAIL", "").strip()
 KERNODECK_ORDER_HOLD_SECONDS = int(os.environ.get("KERNODECK_ORDER_HOLD_SECONDS", 2 * 60 * 60))
+
+# Provisioning: keys that encrypt delivered secrets (first encrypts, all decrypt, so keys
+# rotate), and the driver class behind each node driver code.
+KERNODECK_FIELD_KEYS = env_list("KERNODECK_FIELD_KEYS")
+if not KERNODECK_FIELD_KEYS and DEBUG:
+    # Development only; `check --deploy` refuses a production set-up without real keys.
+    KERNODECK_FIELD_KEYS = ["ZGV2ZWxvcG1lbnQtb25seS1maWVsZC1rZXktMDAwMDA="]
+KERNODECK_PROVISIONING_DRIVERS = {
+    "manual": "kernodeck.provisioning.drivers.manual.ManualDriver",
+}
 
 # Payments: exchange rates, watch-only wallets, instructions.
 KERNODECK_RATE_MAX_AGE = int(os.environ.get("KERNODECK_RATE_MAX_AGE", 300))

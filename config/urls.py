@@ -19,6 +19,7 @@ urlpatterns = [
         name="pay_with_balance",
     ),
     path("balance/", include("kernodeck.ledger.urls")),
+    path("rentals/", include("kernodeck.provisioning.urls")),
     path("account/", include("kernodeck.accounts.urls")),
     path("support/", include("kernodeck.support.urls")),
     # Django's language switch, wrapped so a signed-in account remembers the choice.
@@ -28,6 +29,7 @@ urlpatterns = [
     path("backoffice/review/", include("kernodeck.backoffice.urls")),
     path("backoffice/outbox/", include("kernodeck.notifications.urls")),
     path("backoffice/support/", include("kernodeck.backoffice.support_urls")),
+    path("backoffice/", include("kernodeck.provisioning.desk_urls")),
     path("backoffice/", admin.site.urls),
     path("api/v1/", api.urls),
 ]
