@@ -302,7 +302,8 @@ def test_without_dates_the_calendar_says_to_ask_support(client):
     response = client.get(f"/rentals/{order.reference}/calendar.ics", follow=True)
     assert "has no dates yet" in response.content.decode()
     page = client.get(f"/orders/{order.reference}/").content.decode()
-    assert "not set yet — ask support if you need it" in page
+    help_url = f"/support/new/?kind=other&amp;order={order.reference}&amp;topic=dates"
+    assert f'not set yet — <a href="{help_url}">ask support</a> if you need it' in page
     assert 'id="needs-ssh-key"' in page
 
 
