@@ -58,7 +58,6 @@ def in_days(days):
 def active_rental(*, owner=None, days=7, token=""):
     """A settled order whose access was delivered (rental active, with dates)."""
     from kernodeck.provisioning import services as provisioning_services
-
     from tests.factories import make_operator, make_ssh_key
 
     owner = owner or make_user()

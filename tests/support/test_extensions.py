@@ -145,7 +145,6 @@ def test_unpaid_offer_without_balance_changes_nothing():
 
 def test_an_ended_rental_is_not_charged():
     from kernodeck.provisioning import services as provisioning_services
-
     from tests.factories import make_operator
 
     order = active_rental()
