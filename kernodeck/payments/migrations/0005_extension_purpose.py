@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('orders', '0001_initial'),
-        ('payments', '0003_intent_closed'),
+        ('payments', '0004_transfer_amount_max'),
         ('support', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
