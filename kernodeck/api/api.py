@@ -153,11 +153,6 @@ def on_service_error(request, exc):
     return _detail(request, exc.message, exc.status)
 
 
-@api.exception_handler(RequestDataTooBig)
-def on_too_big(request, exc):
-    return _detail(request, "The request is too large.", 413)
-
-
 @api.exception_handler(HttpError)
 def on_http_error(request, exc):
     return _detail(request, str(exc), exc.status_code)

@@ -4,14 +4,11 @@ Only staff holding `support.answer_ticket` get in; other signed-in people get a 
 anonymous visitors the sign-in page.
 """
 
-from functools import wraps
-
 from django.contrib import messages
-from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 
+from kernodeck.backoffice.permissions import permission_required
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error
 from kernodeck.orders import selectors as order_selectors
@@ -24,19 +21,8 @@ from kernodeck.support.views import attachment_response
 PERMISSION = "support.answer_ticket"
 
 
-def support_staff_required(view):
-    """Staff with the support permission; a 403 for anyone else who is signed in."""
-
-    @wraps(view)
-    def wrapped(request, *args, **kwargs):
-        if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
-        if not (request.user.is_staff and request.user.has_perm(PERMISSION)):
-            raise PermissionDenied("Answering support tickets needs the support permission.")
-        return view(request, *args, **kwargs)
-
-    wrapped.backoffice_permissions = (PERMISSION,)
-    return wrapped
+# Staff holding the support permission; a 403 page for anyone else who is signed in.
+support_staff_required = permission_required(PERMISSION)
 
 
 def _ticket(ticket_id):

@@ -106,6 +106,22 @@ def _object_id(model):
     return str(obj.pk)
 
 
+def _support_ticket(world):
+    """A customer's problem ticket with one attachment (made once per test)."""
+    from kernodeck.support import services as support_services
+
+    if "ticket" not in world:
+        world["ticket"] = support_services.ticket_create(
+            owner=world["order"].owner,
+            kind="problem",
+            subject="Crash",
+            body="It fails.",
+            order=world["order"].reference,
+            attachments=[support_services.Upload(name="run.log", data=b"step 1\n")],
+        )
+    return world["ticket"]
+
+
 def _target(name, view, world):
     """The concrete URL for a route name, and the permissions it needs (None: any)."""
     from django.contrib import admin
@@ -119,6 +135,18 @@ def _target(name, view, world):
             "backoffice:transfer_case": lambda: reverse(name, args=[world["transfer"].pk]),
             "notifications:outbox": lambda: reverse(name),
             "notifications:outbox_retry": lambda: reverse(name, args=[_object_id(OutboxMessage)]),
+            "support_staff:inbox": lambda: reverse(name),
+            "support_staff:ticket": lambda: reverse(name, args=[_support_ticket(world).pk]),
+            "support_staff:canned": lambda: reverse(
+                name, args=[_support_ticket(world).pk, "export_advice"]
+            ),
+            "support_staff:attachment": lambda: reverse(
+                name,
+                args=[
+                    _support_ticket(world).pk,
+                    _support_ticket(world).messages.get().attachments.get().pk,
+                ],
+            ),
         }.get(name)
         assert url, f"add {name} and its object to the matrix's fixture"
         return url(), perms

@@ -192,7 +192,7 @@ def test_staff_status_moves_follow_the_table():
     [
         (
             {"kind": "problem", "subject": "a\x00b", "body": "x"},
-            "subject: The text contains a NUL",
+            "subject: contains a NUL byte",
         ),
         (
             {"kind": "problem", "subject": "s", "body": "x" * 20_001},
@@ -210,7 +210,10 @@ def test_staff_status_moves_follow_the_table():
         ),
         ({"kind": "problem", "subject": "s", "body": 5}, "Input should be a valid string"),
         ({"kind": "problem", "subject": "s", "body": "a\ud800b"}, "body: The text is not valid"),
-        ({"kind": "problem", "subject": "s", "body": "x", "order": "KD-\x00"}, "order: No order"),
+        (
+            {"kind": "problem", "subject": "s", "body": "x", "order": "KD-\x00"},
+            "order: contains a NUL",
+        ),
     ],
 )
 def test_bad_ticket_input_answers_422_and_writes_nothing(api, body, detail):
@@ -246,7 +249,7 @@ def test_an_oversized_request_body_is_refused_without_a_500(api, settings):
     big = "x" * (2 * 1024 * 1024)
     response = api_post(api, "/tickets", {"kind": "other", "subject": "s", "body": big})
     assert response.status_code == 413
-    assert response.json() == {"detail": "The request is too large."}
+    assert response.json()["detail"].startswith("The request is too large")
     assert Ticket.objects.count() == 0
 
 

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ledger', '0002_initial'),
+        ('ledger', '0003_backoffice_permissions'),
         ('orders', '0001_initial'),
         ('payments', '0002_payment_methods'),
         ('support', '0001_initial'),

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('orders', '0001_initial'),
-        ('payments', '0004_transfer_amount_max'),
+        ('payments', '0005_backoffice_permissions'),
         ('support', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
