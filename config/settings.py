@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "kernodeck.payments",
     "kernodeck.ledger",
     "kernodeck.notifications",
+    "kernodeck.provisioning",
     "kernodeck.backoffice",
     "kernodeck.guides",
     "kernodeck.sizing",
@@ -209,6 +210,22 @@ KERNODECK_THROTTLE_PAYMENT_DECLARE = env_limit("KERNODECK_THROTTLE_PAYMENT_DECLA
 
 # Orders: how long an unsettled order holds its units (seconds).
 KERNODECK_ORDER_HOLD_SECONDS = int(os.environ.get("KERNODECK_ORDER_HOLD_SECONDS", 2 * 60 * 60))
+
+# Provisioning: keys that encrypt delivered secrets (first encrypts, all decrypt, so keys
+# rotate), and the driver class behind each node driver code.
+KERNODECK_FIELD_KEYS = env_list("KERNODECK_FIELD_KEYS")
+if not KERNODECK_FIELD_KEYS:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "KERNODECK_FIELD_KEYS is required when KERNODECK_DEBUG is off: it encrypts access "
+            "secrets. Generate one with: python3 -c 'from cryptography.fernet import Fernet; "
+            "print(Fernet.generate_key().decode())'"
+        )
+    KERNODECK_FIELD_KEYS = ["ZGV2ZWxvcG1lbnQtb25seS1maWVsZC1rZXktMDAwMDA="]
+KERNODECK_PROVISIONING_DRIVERS = {
+    "manual": "kernodeck.provisioning.drivers.manual.ManualDriver",
+}
+KERNODECK_RENTAL_CLOCK_INTERVAL = int(os.environ.get("KERNODECK_RENTAL_CLOCK_INTERVAL", 60))
 
 # Payments: exchange rates, watch-only wallets, instructions.
 KERNODECK_RATE_MAX_AGE = int(os.environ.get("KERNODECK_RATE_MAX_AGE", 300))

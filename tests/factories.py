@@ -39,12 +39,16 @@ def make_offer(
         backend=backend,
         memory_gib=fields.pop("memory_gib", 80),
         gpus_per_unit=gpus_per_unit,
-        units_total=units_total,
         preparations=list(preparations),
         **fields,
     )
     for days, price in (prices or {3: "100.00", 7: "210.00", 30: "800.00"}).items():
         OfferPrice.objects.create(offer=offer, days=days, unit_price_usd=Decimal(price))
+    if units_total:
+        # The fleet that holds `units_total` units: capacity is counted from its slots.
+        from kernodeck.provisioning.services import fleet_create_for_offer
+
+        fleet_create_for_offer(offer=offer, units=units_total)
     return offer
 
 

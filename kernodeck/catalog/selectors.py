@@ -51,7 +51,7 @@ def _gpu_hour(offer: Offer, days: int, unit_price: Decimal) -> Decimal:
 
 
 def _listings_for(offers) -> list[OfferListing]:
-    held = capacity.units_held(offer_ids=[offer.pk for offer in offers])
+    available = capacity.units_available_by_offer(offer_ids=[offer.pk for offer in offers])
     listings = []
     for offer in offers:
         prices = {price.days: price.unit_price_usd for price in offer.prices.all()}
@@ -61,7 +61,7 @@ def _listings_for(offers) -> list[OfferListing]:
                 offer=offer,
                 prices=prices,
                 price_from_gpu_hour=min(hourly) if hourly else None,
-                units_available=max(0, offer.units_total - held.get(offer.pk, 0)),
+                units_available=available[offer.pk],
             )
         )
     return listings
