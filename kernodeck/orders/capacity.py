@@ -14,7 +14,7 @@ act on the figure lock the offer row first (`orders.locks.lock_offer`).
 
 from collections import defaultdict
 
-from django.db.models import Count, Exists, OuterRef, Q, Sum
+from django.db.models import Count, Exists, OuterRef, Sum
 
 from kernodeck.catalog.models import Offer
 from kernodeck.core import clock
@@ -52,10 +52,10 @@ def free_units_on_nodes(*, offer_ids) -> dict[int, int]:
     per_unit = dict(Offer.objects.filter(pk__in=offer_ids).values_list("pk", "gpus_per_unit"))
     free = (
         GpuSlot.objects.filter(node__offer_id__in=offer_ids, node__state=NodeState.AVAILABLE)
-        .annotate(live=Count("allocations", filter=Q(allocations__released_at__isnull=True)))
-        .filter(live=0)
+        .exclude(Exists(Allocation.objects.filter(slot=OuterRef("pk"), released_at=None)))
         .values("node_id", "node__offer_id")
         .annotate(n=Count("id"))
+        .order_by()
     )
     units = defaultdict(int)
     for row in free:
