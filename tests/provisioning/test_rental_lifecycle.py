@@ -112,7 +112,7 @@ def test_the_full_manual_path_with_dates():
         .values_list("after__rental_state", flat=True)
     )
     assert moves == ["queued", "preparing", "active"]
-    event = AuditEvent.objects.filter(action="order.rental_state_changed").last()
+    event = AuditEvent.objects.filter(action="order.rental_state_changed").order_by("id").last()
     assert "nb-secret-123" not in str(event.after) + str(event.data)
 
 
