@@ -24,6 +24,7 @@ urlpatterns = [
         name="pay_with_balance",
     ),
     path("balance/", include("kernodeck.ledger.urls")),
+    path("rentals/", include("kernodeck.provisioning.urls")),
     path("account/", include("kernodeck.accounts.urls")),
     # Django's language switch, wrapped so a signed-in account remembers the choice.
     path("i18n/setlang/", accounts_views.language_set, name="set_language"),
@@ -31,6 +32,7 @@ urlpatterns = [
     path("backoffice/login/", accounts_views.backoffice_login),
     path("backoffice/review/", include("kernodeck.backoffice.urls")),
     path("backoffice/outbox/", include("kernodeck.notifications.urls")),
+    path("backoffice/", include("kernodeck.provisioning.desk_urls")),
     path("backoffice/", admin.site.urls),
     path("api/v1/", api.urls),
 ]

@@ -28,6 +28,16 @@ def offer_get_active(*, slug: str) -> Offer:
     return offer
 
 
+def offer_get(*, slug: str) -> Offer:
+    """Any offer, active or not, by slug (operators' tools), or InvalidInput."""
+    offer = Offer.objects.filter(slug=str(slug or "")[:50]).first()
+    if offer is None:
+        raise InvalidInput(
+            _("There is no GPU offer called “%(slug)s”.") % {"slug": slug}, field="offer"
+        )
+    return offer
+
+
 def price_sheet(offer: Offer) -> PriceSheet:
     return PriceSheet(
         slug=offer.slug,

@@ -10,6 +10,7 @@ from kernodeck.core.money import usd_str
 from kernodeck.orders import selectors, services
 from kernodeck.payments import selectors as payment_selectors
 from kernodeck.payments.api import intent_out
+from kernodeck.provisioning import selectors as provisioning_selectors
 
 router = Router(tags=["orders"])
 
@@ -29,6 +30,8 @@ class OrderOut(Schema):
     ends_at: datetime | None
     created_at: datetime
     hold_until: datetime
+    rental_reason: str
+    access: dict | None
     payments: list[dict]
 
     @staticmethod
@@ -42,6 +45,21 @@ class OrderOut(Schema):
     @staticmethod
     def resolve_total_usd(obj):
         return usd_str(obj.total_usd)
+
+    @staticmethod
+    def resolve_access(obj):
+        """{host, port, user, ssh_command, url, token} for the owner while active."""
+        access = provisioning_selectors.access_for_owner(order=obj)
+        if access is None:
+            return None
+        return {
+            "host": access.host,
+            "port": access.port,
+            "user": access.user,
+            "ssh_command": access.ssh_command,
+            "url": access.url or None,
+            "token": access.token or None,
+        }
 
     @staticmethod
     def resolve_payments(obj):
@@ -65,6 +83,18 @@ def order_list(request):
 @router.get("/orders/{reference}", response=OrderOut)
 def order_detail(request, reference: str):
     return selectors.order_get_for_owner(owner=request.auth, reference=reference)
+
+
+@router.get("/orders/{reference}/calendar.ics", response={200: None})
+def order_calendar(request, reference: str):
+    """The rental period as an iCalendar event (add it to your calendar)."""
+    from django.http import HttpResponse
+
+    order = selectors.order_get_for_owner(owner=request.auth, reference=reference)
+    body = provisioning_selectors.rental_calendar(order=order)
+    response = HttpResponse(body, content_type="text/calendar; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{order.reference}.ics"'
+    return response
 
 
 @router.post("/orders/{reference}/cancel", response=OrderOut)

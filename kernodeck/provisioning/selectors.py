@@ -1,14 +1,14 @@
 """Provisioning reads: the fleet, the desk's queues, the specs drivers receive, access."""
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db.models import Count, Max, Prefetch, Q
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts.models import SshKey
 from kernodeck.core import clock
-from kernodeck.core.errors import NotFound
+from kernodeck.core.errors import Conflict, NotFound
 from kernodeck.orders.models import Order, RentalState
 from kernodeck.provisioning import secrets
 from kernodeck.provisioning.drivers.base import NodeAllocation, NodeRef, RentalSpec
@@ -217,3 +217,158 @@ def access_for_owner(*, order: Order) -> AccessView | None:
     if delivery is None or delivery.revoked_at is not None:
         return None
     return access_view(delivery)
+
+
+def node_get(*, name: str) -> Node:
+    node = Node.objects.filter(name=str(name or "")[:64]).first()
+    if node is None:
+        raise NotFound(_("No node with this name."))
+    return node
+
+
+def _ics_time(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def rental_calendar(*, order: Order) -> str:
+    """An iCalendar file with the rental period and a reminder a day before the end.
+
+    Conflict when the dates are not known yet (before access is delivered).
+    """
+    if not (order.starts_at and order.ends_at):
+        raise Conflict(
+            _(
+                "The rental of %(reference)s has no dates yet: they are set when access is "
+                "delivered. If access was delivered, ask support with the reference."
+            )
+            % {"reference": order.reference}
+        )
+    summary = _("GPU rental %(reference)s (%(gpus)d GPU, %(gpu)s)") % {
+        "reference": order.reference,
+        "gpus": order.gpus,
+        "gpu": order.gpu_model,
+    }
+    reminder = _("Export your results, checkpoints and environment before the end.")
+    lines = [
+        "BEGIN:VCALENDAR",
+        "VERSION:2.0",
+        "PRODID:-//Kernodeck//Rental clock//EN",
+        "CALSCALE:GREGORIAN",
+        "BEGIN:VEVENT",
+        f"UID:{order.reference.lower()}@kernodeck",
+        f"DTSTAMP:{_ics_time(clock.now())}",
+        f"DTSTART:{_ics_time(order.starts_at)}",
+        f"DTEND:{_ics_time(order.ends_at)}",
+        f"SUMMARY:{_ics_escape(summary)}",
+        f"DESCRIPTION:{_ics_escape(reminder)}",
+        "BEGIN:VALARM",
+        "ACTION:DISPLAY",
+        f"DESCRIPTION:{_ics_escape(reminder)}",
+        "TRIGGER;RELATED=END:-PT24H",
+        "END:VALARM",
+        "END:VEVENT",
+        "END:VCALENDAR",
+    ]
+    return "\r\n".join(lines) + "\r\n"
+
+
+def _ics_escape(text: str) -> str:
+    return (
+        str(text)
+        .replace("\\", "\\\\")
+        .replace(";", "\\;")
+        .replace(",", "\\,")
+        .replace("\n", "\\n")
+    )
+
+
+@dataclass(frozen=True)
+class Stage:
+    key: str
+    label: str
+    status: str  # done | current | todo | problem
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RentalOverview:
+    """What the order file shows about the rental: stages, dates, access, what is missing."""
+
+    stages: list[Stage]
+    access: AccessView | None
+    needs_ssh_key: bool
+    seconds_left: int | None
+    reason: str
+
+
+def _stages(order: Order) -> list[Stage]:
+    state = order.rental_state
+    settled = order.payment_state == "settled"
+    delivered = order.starts_at is not None
+    preparing_status = "todo"
+    if state in {RentalState.QUEUED, RentalState.PREPARING}:
+        preparing_status = "current"
+    elif state == RentalState.PROVISIONING_FAILED:
+        preparing_status = "problem"
+    elif delivered:
+        preparing_status = "done"
+    access_status = "todo"
+    if state == RentalState.ACTIVE:
+        access_status = "current"
+    elif state == RentalState.SUSPENDED:
+        access_status = "problem"
+    elif delivered:
+        access_status = "done"
+    return [
+        Stage(
+            "payment",
+            _("Payment"),
+            "done" if settled else ("todo" if order.payment_state == "cancelled" else "current"),
+            order.settled_at,
+        ),
+        Stage("preparation", _("Preparation"), preparing_status),
+        Stage("access", _("Access"), access_status, order.starts_at),
+        Stage(
+            "end",
+            _("End"),
+            "done" if state == RentalState.ENDED else "todo",
+            order.ends_at,
+        ),
+    ]
+
+
+def rental_overview(*, order: Order) -> RentalOverview:
+    """The rental block of the owner's order file."""
+    seconds_left = None
+    if order.ends_at and order.rental_state in {RentalState.ACTIVE, RentalState.SUSPENDED}:
+        seconds_left = max(0, int((order.ends_at - clock.now()).total_seconds()))
+    settled = order.payment_state == "settled"
+    return RentalOverview(
+        stages=_stages(order),
+        access=access_for_owner(order=order),
+        needs_ssh_key=settled
+        and order.rental_state != RentalState.ENDED
+        and not SshKey.objects.filter(user_id=order.owner_id).exists(),
+        seconds_left=seconds_left,
+        reason=order.rental_reason if order.rental_state in CUSTOMER_REASON_STATES else "",
+    )
+
+
+# States whose reason the customer sees (a failure or a suspension says why).
+CUSTOMER_REASON_STATES = {RentalState.PROVISIONING_FAILED, RentalState.SUSPENDED}
+
+
+def delivery_defaults(order: Order) -> dict:
+    """The deliver form's starting values: the first allocated node's SSH endpoint and the
+    per-order login a driver would create."""
+    first = (
+        Allocation.objects.filter(order=order, released_at__isnull=True)
+        .select_related("slot__node")
+        .order_by("slot__node__name")
+        .first()
+    )
+    spec_user = "kd-" + order.reference.lower().replace("kd-", "").replace("-", "")
+    if first is None:
+        return {"user": spec_user}
+    node = first.slot.node
+    return {"host": node.host, "port": str(node.port), "user": spec_user}

@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy
 
 from kernodeck.accounts.models import SshKey
 from kernodeck.core import clock
-from kernodeck.core.errors import Conflict, InvalidInput
+from kernodeck.core.errors import Conflict, InvalidInput, NotFound
 from kernodeck.core.services import audit_record
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders.models import RENTAL_TRANSITIONS, Order, RentalState
@@ -645,3 +645,23 @@ def rental_extend(*, order, until, reason: str, actor) -> Order:
         )
         _enqueue("rental_extend_task", order.pk)
     return order
+
+
+def access_reveal_to_staff(*, order: Order, actor, ip: str | None = None):
+    """An operator reads a rental's access details (with its secret): audited, each time.
+
+    The caller checks `provisioning.view_access`; this records who looked, and when.
+    """
+    delivery = selectors.latest_delivery(order)
+    if delivery is None:
+        raise NotFound(
+            _("No access has been delivered for %(reference)s.") % {"reference": order.reference}
+        )
+    audit_record(
+        action="provisioning.access_viewed",
+        target=delivery,
+        actor=actor,
+        data={"order": order.reference},
+        ip_address=ip,
+    )
+    return selectors.access_view(delivery)
