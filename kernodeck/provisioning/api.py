@@ -126,21 +126,7 @@ def rental_deliver(request, reference: str, payload: DeliverIn):
     return rental_out(order)
 
 
-@router.post("/rentals/{reference}/{action}", response=RentalOut)
-def rental_action(
-    request,
-    reference: str,
-    action: Literal["prepare", "fail", "retry", "refund", "suspend", "resume", "end"],
-    payload: ReasonIn | None = None,
-):
-    """One move of the rental: prepare, fail, retry, refund, suspend, resume or end
-    (`reason` required for fail, refund, suspend, resume and end)."""
-    actor = _operator(request)
-    order = selectors.rental_get(reference=reference)
-    order = ACTIONS[action](order, payload or ReasonIn(), actor)
-    return rental_out(order)
-
-
+# Registered before the {action} route, which would otherwise take "access".
 class AccessOut(Schema):
     host: str
     port: int
@@ -156,6 +142,21 @@ def rental_access(request, reference: str):
     actor = _operator(request, VIEW_ACCESS)
     order = selectors.rental_get(reference=reference)
     return services.access_reveal_to_staff(order=order, actor=actor, ip=client_ip(request))
+
+
+@router.post("/rentals/{reference}/{action}", response=RentalOut)
+def rental_action(
+    request,
+    reference: str,
+    action: Literal["prepare", "fail", "retry", "refund", "suspend", "resume", "end"],
+    payload: ReasonIn | None = None,
+):
+    """One move of the rental: prepare, fail, retry, refund, suspend, resume or end
+    (`reason` required for fail, refund, suspend, resume and end)."""
+    actor = _operator(request)
+    order = selectors.rental_get(reference=reference)
+    order = ACTIONS[action](order, payload or ReasonIn(), actor)
+    return rental_out(order)
 
 
 class NodeOut(Schema):
