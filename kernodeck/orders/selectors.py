@@ -6,7 +6,7 @@ from kernodeck.catalog.quotes import Quote, quote
 from kernodeck.core.errors import Conflict, NotFound
 from kernodeck.core.selectors import audit_events_for
 from kernodeck.orders import capacity
-from kernodeck.orders.models import Order, PaymentState
+from kernodeck.orders.models import Order, PaymentState, RentalState
 
 
 def not_enough_units_message(*, available: int, gpu_model: str) -> str:
@@ -77,11 +77,21 @@ TIMELINE_LABELS = {
     "order.cancelled": gettext_lazy("Order cancelled"),
     "order.settled": gettext_lazy("Payment settled"),
     "order.rental_state_changed": gettext_lazy("Rental state changed"),
+    "order.rental_allocated": gettext_lazy("GPUs allocated"),
+    "order.rental_extended": gettext_lazy("Rental extended"),
     "order.hold_extended": gettext_lazy("Unit hold extended"),
     "order.payment_instructions_created": gettext_lazy("Payment instructions created"),
     "order.payment_declared": gettext_lazy("Payment declared by you (“I have paid”)"),
     "order.payment_abandoned": gettext_lazy("Payment instructions abandoned"),
 }
+
+
+def _timeline_label(event) -> str:
+    if event.action == "order.rental_state_changed" and event.after.get("rental_state"):
+        state = event.after["rental_state"]
+        label = RentalState(state).label if state in RentalState.values else state
+        return _("Rental: %(state)s") % {"state": label}
+    return str(TIMELINE_LABELS.get(event.action, event.action))
 
 
 def order_timeline(*, order: Order):
@@ -91,7 +101,7 @@ def order_timeline(*, order: Order):
         {
             "at": event.created_at,
             "action": event.action,
-            "label": str(TIMELINE_LABELS.get(event.action, event.action)),
+            "label": _timeline_label(event),
             "by_customer": event.actor_id == order.owner_id,
             "data": event.after or event.data,
         }
