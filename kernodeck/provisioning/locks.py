@@ -1,5 +1,6 @@
-"""Row locks of the provisioning domain, always taken in this order: offer, order, node,
-slots (by pk) — so two allocators never wait on each other in a cycle."""
+"""Row locks of the provisioning domain. Everywhere the order is: account, order, offer,
+node, slots (by pk) — the order of the ledger and of settlement — so no two transactions
+wait on each other in a cycle."""
 
 from kernodeck.provisioning.models import GpuSlot, Node
 

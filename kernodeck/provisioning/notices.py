@@ -34,10 +34,25 @@ def rental_notice(*, order, event: str) -> None:
     notification_services.email_enqueue(
         account=order.owner,
         event=event,
-        context={
-            "reference": order.reference,
-            "order_url": reverse("orders:detail", args=[order.reference]),
-            "ends_at": order.ends_at.isoformat() if order.ends_at else None,
-        },
+        context=_context(order, event),
         dedupe_key=f"{event}:{order.reference}:{order.rental_state_changed_at.isoformat()}",
     )
+
+
+def _context(order, event: str) -> dict:
+    """The fields each e-mail needs (notifications.services.EVENTS), and never a secret."""
+    context = {
+        "reference": order.reference,
+        "order_path": reverse("orders:detail", args=[order.reference]),
+    }
+    if event == "rental_preparing":
+        context.update(gpu_model=order.gpu_model, gpus=order.gpus, preparation=order.preparation)
+    elif event == "rental_access_ready":
+        context.update(starts_at=order.starts_at, ends_at=order.ends_at)
+    elif event == "rental_ended":
+        context.update(ended_at=order.rental_state_changed_at)
+    elif event == "rental_failed":
+        context.update(reason=order.rental_reason)
+    elif event == "rental_refunded":
+        context.update(amount_usd=str(order.total_usd))
+    return context

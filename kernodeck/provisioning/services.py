@@ -264,18 +264,17 @@ def rental_allocate(*, order) -> Order:
     """Give a queued order its GPU slots: each unit's GPUs on one node, the order on as few
     nodes as possible. Without enough free slots it stays queued with the reason.
 
-    The offer row is locked first (the same lock order registration and settlement take),
-    then the order, then the chosen slots; the partial unique index on live allocations
-    refuses a slot given twice even if this logic erred.
+    Locks the order, then the offer row (every decision on the offer's capacity queues
+    there), then the chosen slots; the partial unique index on live allocations refuses a
+    slot given twice even if this logic erred.
     """
     with transaction.atomic():
-        order_row = Order.objects.get(pk=getattr(order, "pk", order))
-        order_locks.lock_offer(order_row.offer_id)
-        order = _lock_order(order_row)
-        if (
-            order.rental_state != RentalState.QUEUED
-            or order.allocations.filter(released_at__isnull=True).exists()
-        ):
+        # Lock order: the order, then its offer (as settlement's re-check does).
+        order = _lock_order(order)
+        if order.rental_state != RentalState.QUEUED:
+            return order
+        order_locks.lock_offer(order.offer_id)
+        if order.allocations.filter(released_at__isnull=True).exists():
             return order
         per_unit = order.gpus_per_unit
         free_by_node: dict[int, list[int]] = {}

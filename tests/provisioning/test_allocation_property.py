@@ -81,7 +81,7 @@ def check_invariants(offers):
     listed = {item.offer.pk: item.units_available for item in catalog_selectors.offer_listings()}
     for offer in offers:
         truth = slots_truth(offer)
-        assert capacity.units_available(offer=offer) == truth
+        assert capacity.units_free(offer=offer) == truth
         assert listed[offer.pk] == truth
         # Nothing promised is missing: every settled order waiting for slots fits.
         waiting = sum(

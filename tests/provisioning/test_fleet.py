@@ -29,7 +29,7 @@ def test_the_demo_fleet_holds_exactly_the_demo_catalogs_units():
 def test_a_node_adds_its_slots_to_the_catalog_and_is_audited():
     offer = make_offer(units_total=0, gpus_per_unit=2)
     operator = make_operator()
-    assert capacity.units_available(offer=offer) == 0
+    assert capacity.units_free(offer=offer) == 0
 
     node = services.node_create(
         name="b200-a", offer=offer, gpu_count=8, host="10.0.0.5", port=2200, actor=operator
@@ -38,7 +38,7 @@ def test_a_node_adds_its_slots_to_the_catalog_and_is_audited():
     assert list(GpuSlot.objects.filter(node=node).values_list("index", flat=True)) == list(
         range(8)
     )
-    assert capacity.units_available(offer=offer) == 4
+    assert capacity.units_free(offer=offer) == 4
     event = AuditEvent.objects.get(action="provisioning.node_created")
     assert (event.actor, event.after["gpus"]) == (operator, 8)
 
@@ -68,11 +68,11 @@ def test_draining_a_node_removes_its_free_slots_from_the_catalog_but_keeps_renta
     node = offer.nodes.get()
     operator = make_operator()
     make_order(offer=offer, units=3)  # held, unsettled
-    assert capacity.units_available(offer=offer) == 5
+    assert capacity.units_free(offer=offer) == 5
 
     services.node_state_set(node=node, state="draining", reason="swap PSU", actor=operator)
 
-    assert capacity.units_available(offer=offer) == 0
+    assert capacity.units_free(offer=offer) == 0
     with pytest.raises(InvalidInput):
         services.node_state_set(node=node, state="available", reason=" ", actor=operator)
     node.refresh_from_db()

@@ -45,7 +45,7 @@ def test_nothing_ends_before_its_time():
 
     order.refresh_from_db()
     assert order.rental_state == RentalState.ACTIVE
-    assert capacity.units_available(offer=offer) == 1
+    assert capacity.units_free(offer=offer) == 1
 
 
 def test_the_tick_ends_a_due_rental_frees_its_slots_and_erases_the_secret():
@@ -61,7 +61,7 @@ def test_the_tick_ends_a_due_rental_frees_its_slots_and_erases_the_secret():
     assert order.rental_reason == "The rental period is over."
     assert order.rental_state_changed_at == T0 + timedelta(days=3)
     assert not Allocation.objects.filter(order=order, released_at__isnull=True).exists()
-    assert capacity.units_available(offer=offer) == 1
+    assert capacity.units_free(offer=offer) == 1
     delivery = Delivery.objects.get(order=order)
     assert (delivery.secret_ciphertext, delivery.revoked_at) == ("", order.ends_at)
     assert selectors.access_for_owner(order=order) is None
@@ -81,7 +81,7 @@ def test_after_a_worker_outage_the_first_tick_catches_up_on_every_missed_end():
 
     states = dict(Order.objects.values_list("pk", "rental_state"))
     assert states == {early.pk: "ended", later.pk: "ended", running.pk: "active"}
-    assert capacity.units_available(offer=offer) == 2
+    assert capacity.units_free(offer=offer) == 2
     ends = AuditEvent.objects.filter(after__rental_state="ended").count()
 
     tasks.rental_clock_tick.call_local()  # a second run changes nothing

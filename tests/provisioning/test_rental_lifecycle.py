@@ -44,7 +44,7 @@ def test_settlement_queues_and_allocates_each_unit_on_one_node():
     ]
     units = Allocation.objects.filter(order=order).values_list("unit", "slot__index")
     assert sorted(units) == [(0, 0), (0, 1), (1, 2), (1, 3), (2, 4), (2, 5)]
-    assert capacity.units_available(offer=offer) == 5
+    assert capacity.units_free(offer=offer) == 5
     assert "allocated" in order.rental_reason
 
 
@@ -62,7 +62,7 @@ def test_an_order_lands_on_as_few_nodes_as_possible():
         {"node": f"{offer.slug}-01", "slots": [3, 4, 5, 6, 7]},
         {"node": f"{offer.slug}-02", "slots": [7]},
     ]
-    assert capacity.units_available(offer=offer) == 0
+    assert capacity.units_free(offer=offer) == 0
 
 
 def test_without_free_slots_an_order_waits_queued_with_the_reason_until_slots_return():
@@ -78,13 +78,13 @@ def test_without_free_slots_an_order_waits_queued_with_the_reason_until_slots_re
         assert order.rental_state == RentalState.QUEUED
         assert order.rental_reason == "Waiting for free GPUs: needs 1 units, 0 free now."
     assert not Allocation.objects.exists()
-    assert capacity.units_available(offer=offer) == 0
+    assert capacity.units_free(offer=offer) == 0
 
     services.node_state_set(node=node, state="available", reason="fixed", actor=operator)
 
     assert selectors.allocation_of(first) == [{"node": node.name, "slots": [0]}]
     assert selectors.allocation_of(second) == [{"node": node.name, "slots": [1]}]
-    assert capacity.units_available(offer=offer) == 0
+    assert capacity.units_free(offer=offer) == 0
 
 
 def test_the_full_manual_path_with_dates():
@@ -135,13 +135,13 @@ def test_refund_of_a_failed_rental_credits_the_balance_once_and_frees_the_slots(
     operator = make_operator()
     services.rental_prepare(order=order, actor=operator)
     services.rental_fail(order=order, reason="node does not boot", actor=operator)
-    assert capacity.units_available(offer=offer) == 0  # failed keeps its slots for a retry
+    assert capacity.units_free(offer=offer) == 0  # failed keeps its slots for a retry
 
     order = services.rental_refund(order=order, reason="no hardware", actor=operator)
 
     assert order.rental_state == RentalState.ENDED
     assert ledger_selectors.balance_available(account=order.owner) == Decimal("420.00")
-    assert capacity.units_available(offer=offer) == 2
+    assert capacity.units_free(offer=offer) == 2
     with pytest.raises(Conflict):
         services.rental_refund(order=order, reason="again", actor=operator)
     assert ledger_selectors.balance_available(account=order.owner) == Decimal("420.00")
