@@ -225,7 +225,6 @@ if not KERNODECK_FIELD_KEYS:
 KERNODECK_PROVISIONING_DRIVERS = {
     "manual": "kernodeck.provisioning.drivers.manual.ManualDriver",
 }
-KERNODECK_RENTAL_CLOCK_INTERVAL = int(os.environ.get("KERNODECK_RENTAL_CLOCK_INTERVAL", 60))
 
 # Payments: exchange rates, watch-only wallets, instructions.
 KERNODECK_RATE_MAX_AGE = int(os.environ.get("KERNODECK_RATE_MAX_AGE", 300))
