@@ -323,3 +323,29 @@ def test_my_orders_shows_the_end_date_of_active_rentals(client):
     assert "ends 2026-12-04 12:00 UTC" in page
     clock.freeze(T0 + timedelta(days=1))
     assert "2 d 0 h 0 min" in client.get(f"/orders/{order.reference}/").content.decode()
+
+
+def test_the_ops_api_answers_nonsense_with_4xx_and_changes_nothing(client):
+    order = make_settled_order(offer=make_offer(units_total=1))
+    make_ssh_key(order.owner)
+    bearer(client, make_operator())
+    api_post(client, f"/ops/rentals/{order.reference}/prepare")
+    deliver = f"/ops/rentals/{order.reference}/deliver"
+    nonsense = [
+        {"host": "h\x00x", "port": 22, "user": "kd-a"},
+        {"host": "h", "port": "³", "user": "kd-a"},
+        {"host": "h", "port": 10**30, "user": "kd-a"},
+        {"host": "h", "port": 22, "user": "kd-a", "token": "t" * 600},
+        {"host": "h", "port": 22, "user": "a" * 10_000},
+        {"host": ["h"], "port": 22, "user": "kd-a"},
+    ]
+    for body in nonsense:
+        response = api_post(client, deliver, body)
+        assert 400 <= response.status_code < 500, body
+        assert "detail" in response.json()
+    odd = client.post(f"/api/v1{deliver}", b"\xff\xfe\x00", content_type="application/json")
+    assert 400 <= odd.status_code < 500
+    assert api_post(client, "/ops/rentals/%00/fail", {"reason": "x"}).status_code == 404
+    order.refresh_from_db()
+    assert order.rental_state == RentalState.PREPARING
+    assert not Delivery.objects.exists()
