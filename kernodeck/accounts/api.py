@@ -1,8 +1,8 @@
 """Account endpoints of the JSON API and its bearer-token authentication."""
 
-from django.utils.translation import get_language
 from datetime import datetime
 
+from django.utils.translation import get_language
 from ninja import Router, Schema, Status
 from ninja.security import HttpBearer
 
