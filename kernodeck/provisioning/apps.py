@@ -7,7 +7,7 @@ class ProvisioningConfig(AppConfig):
 
     def ready(self):
         # A bad KERNODECK_FIELD_KEYS or driver setting stops the process at start-up.
-        from kernodeck.provisioning import drivers, secrets
+        from kernodeck.provisioning import checks, drivers, secrets  # noqa: F401 (checks)
 
         secrets.keys_check()
         drivers.drivers_check()

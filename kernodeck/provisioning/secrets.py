@@ -8,14 +8,25 @@ decrypt, so an operator rotates by putting a new key first and re-encrypting at 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext as _
+
+from kernodeck.core.errors import Unavailable
 
 
 def _fernet() -> MultiFernet:
+    if not settings.KERNODECK_FIELD_KEYS:
+        raise Unavailable(
+            _("Secrets cannot be stored: KERNODECK_FIELD_KEYS is not configured."),
+            field="token",
+        )
     return MultiFernet([Fernet(key.encode()) for key in settings.KERNODECK_FIELD_KEYS])
 
 
 def keys_check() -> None:
-    """Fail at start-up when a configured key is not a Fernet key."""
+    """Fail at start-up when a configured key is not a Fernet key (none is a deploy-check
+    error, see `checks.py`: the site runs, but no secret can be stored)."""
+    if not settings.KERNODECK_FIELD_KEYS:
+        return
     try:
         _fernet()
     except (ValueError, TypeError):
@@ -38,7 +49,7 @@ def secret_decrypt(ciphertext: str) -> str:
         return ""
     try:
         return _fernet().decrypt(ciphertext.encode()).decode()
-    except InvalidToken:
+    except (InvalidToken, Unavailable):
         return ""
 
 

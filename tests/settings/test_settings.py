@@ -51,17 +51,18 @@ def test_production_settings_pass_the_deploy_check(tmp_path):
     assert "System check identified no issues (0 silenced)." in result.stdout
 
 
-def test_production_mode_without_field_keys_refuses_to_start(tmp_path):
+def test_the_deploy_check_refuses_production_without_field_keys(tmp_path):
     result = run_kernodeck(
         tmp_path,
         "check",
+        "--deploy",
         KERNODECK_SECRET_KEY="k" * 20 + "Zq8-veryRandomLookingSecret_value_42x",
         KERNODECK_ALLOWED_HOSTS="gpu.example.org",
     )
 
-    assert result.returncode == 2
-    assert "KERNODECK_FIELD_KEYS is required when KERNODECK_DEBUG is off" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.returncode == 1
+    assert "provisioning.E001" in result.stderr
+    assert "KERNODECK_FIELD_KEYS is not set" in result.stderr
 
 
 def test_a_field_key_that_is_not_a_fernet_key_stops_the_process(tmp_path):
