@@ -112,3 +112,31 @@ def test_the_secret_is_absent_from_the_raw_database_row():
     assert selectors.access_for_owner(order=order).token == "notebook-token-SECRET-4242"
     audit = " ".join(str(e.before) + str(e.after) + str(e.data) for e in AuditEvent.objects.all())
     assert "notebook-token-SECRET-4242" not in audit
+
+
+def test_each_rental_step_queues_its_e_mail_once_and_none_carries_the_secret():
+    from django.core import mail
+
+    from kernodeck.notifications.models import OutboxMessage
+
+    order = active_rental(make_offer(units_total=1), token="very-secret-nb-token")
+    clock.freeze(order.ends_at)
+    tasks.rental_clock_tick.call_local()
+    tasks.rental_clock_tick.call_local()
+
+    events = list(
+        OutboxMessage.objects.filter(account=order.owner).order_by("id").values_list(
+            "event", flat=True
+        )
+    )
+    assert events == [
+        "order_registered",
+        "payment_confirmed",
+        "rental_preparing",
+        "rental_access_ready",
+        "rental_ended",
+    ]
+    for message in OutboxMessage.objects.all():
+        assert "very-secret-nb-token" not in message.body_text + message.body_html
+        assert "very-secret-nb-token" not in str(message.context)
+    assert all("very-secret-nb-token" not in m.body for m in mail.outbox)
