@@ -47,6 +47,11 @@ class OrderOut(Schema):
         return usd_str(obj.total_usd)
 
     @staticmethod
+    def resolve_rental_reason(obj):
+        """Why a rental failed or is suspended, as the order file says; else empty."""
+        return provisioning_selectors.rental_overview_reason(order=obj)
+
+    @staticmethod
     def resolve_access(obj):
         """{host, port, user, ssh_command, url, token} for the owner while active."""
         access = provisioning_selectors.access_for_owner(order=obj)

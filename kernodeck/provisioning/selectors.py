@@ -120,7 +120,7 @@ def waiting_seconds(order: Order) -> int:
 def rental_get(*, reference: str) -> Order:
     """A settled order by reference, for operators (NotFound otherwise)."""
     order = (
-        Order.objects.filter(reference=str(reference or "").upper()[:16])
+        Order.objects.filter(reference=str(reference or "").replace("\x00", "").upper()[:16])
         .exclude(rental_state=RentalState.NOT_STARTED)
         .select_related("owner", "offer")
         .first()
@@ -143,6 +143,7 @@ def nodes_with_slots():
     live = Allocation.objects.filter(released_at__isnull=True).select_related("order")
     return (
         Node.objects.select_related("offer")
+        .order_by("offer__sort_order", "offer__slug", "name")
         .annotate(
             slots_busy=Count("slots", filter=Q(slots__allocations__released_at__isnull=True))
         )
@@ -220,7 +221,7 @@ def access_for_owner(*, order: Order) -> AccessView | None:
 
 
 def node_get(*, name: str) -> Node:
-    node = Node.objects.filter(name=str(name or "")[:64]).first()
+    node = Node.objects.filter(name=str(name or "").replace("\x00", "")[:64]).first()
     if node is None:
         raise NotFound(_("No node with this name."))
     return node
@@ -350,8 +351,13 @@ def rental_overview(*, order: Order) -> RentalOverview:
         and order.rental_state != RentalState.ENDED
         and not SshKey.objects.filter(user_id=order.owner_id).exists(),
         seconds_left=seconds_left,
-        reason=order.rental_reason if order.rental_state in CUSTOMER_REASON_STATES else "",
+        reason=rental_overview_reason(order=order),
     )
+
+
+def rental_overview_reason(*, order: Order) -> str:
+    """The reason a customer sees: only for a failure or a suspension."""
+    return order.rental_reason if order.rental_state in CUSTOMER_REASON_STATES else ""
 
 
 # States whose reason the customer sees (a failure or a suspension says why).

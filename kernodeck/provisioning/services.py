@@ -415,9 +415,7 @@ def rental_deliver(*, order, host, port, user, url: str = "", token: str = "", a
         raise InvalidInput(_("The token is too long."), field="token")
     with transaction.atomic():
         order = _lock_order(order)
-        if RentalState.ACTIVE not in RENTAL_TRANSITIONS[order.rental_state] or (
-            order.rental_state != RentalState.PREPARING
-        ):
+        if order.rental_state != RentalState.PREPARING:  # access is delivered once
             _refuse(order, RentalState.ACTIVE)
         if not SshKey.objects.filter(user_id=order.owner_id).exists():
             raise Conflict(

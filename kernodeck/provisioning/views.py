@@ -210,6 +210,7 @@ def rental_deliver(request, reference):
             "form": form,
             "allocation": allocation,
             "keys": selectors.ssh_key_fingerprints(order),
+            "authorized_keys": selectors.rental_spec(order=order).ssh_public_keys,
         },
         status=status,
     )

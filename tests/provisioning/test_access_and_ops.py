@@ -255,7 +255,7 @@ def test_operators_list_and_add_nodes_through_the_api(client):
     )
     assert odd.status_code == 422
     names = [n["name"] for n in client.get("/api/v1/ops/nodes").json()]
-    assert names == [f"{offer.slug}-01", "b200-x"]
+    assert names == sorted([f"{offer.slug}-01", "b200-x"])
     assert client.get("/api/v1/offers").json()[0]["units_available"] == 3
     state = api_post(client, "/ops/nodes/b200-x/state", {"state": "maintenance", "reason": "fan"})
     assert state.json()["state"] == "maintenance"
@@ -346,6 +346,21 @@ def test_the_ops_api_answers_nonsense_with_4xx_and_changes_nothing(client):
     odd = client.post(f"/api/v1{deliver}", b"\xff\xfe\x00", content_type="application/json")
     assert 400 <= odd.status_code < 500
     assert api_post(client, "/ops/rentals/%00/fail", {"reason": "x"}).status_code == 404
+    assert (
+        api_post(client, "/ops/nodes/%00/state", {"state": "retired", "reason": "x"}).status_code
+        == 404
+    )
     order.refresh_from_db()
     assert order.rental_state == RentalState.PREPARING
     assert not Delivery.objects.exists()
+
+
+def test_the_deliver_form_shows_the_keys_to_install(client):
+    order = make_settled_order(offer=make_offer(units_total=1))
+    key = make_ssh_key(order.owner)
+    operator = make_operator()
+    services.rental_prepare(order=order, actor=operator)
+    client.force_login(operator)
+    page = client.get(f"/backoffice/rentals/{order.reference}/deliver/").content.decode()
+    assert key.public_key in page
+    assert key.fingerprint in page

@@ -125,9 +125,9 @@ def test_each_rental_step_queues_its_e_mail_once_and_none_carries_the_secret():
     tasks.rental_clock_tick.call_local()
 
     events = list(
-        OutboxMessage.objects.filter(account=order.owner).order_by("id").values_list(
-            "event", flat=True
-        )
+        OutboxMessage.objects.filter(account=order.owner)
+        .order_by("id")
+        .values_list("event", flat=True)
     )
     assert events == [
         "order_registered",
