@@ -17,8 +17,8 @@ from kernodeck.core.errors import InvalidInput, ServiceError, Throttled
 from kernodeck.ledger.api import router as ledger_router
 from kernodeck.orders.api import router as orders_router
 from kernodeck.payments.api import router as payments_router
-from kernodeck.sizing.api import router as sizing_router
 from kernodeck.provisioning.api import router as ops_router
+from kernodeck.sizing.api import router as sizing_router
 
 logger = logging.getLogger(__name__)
 
