@@ -105,8 +105,6 @@ api.add_router("/", ssh_keys_router)
 api.add_router("/ops", ops_router)
 api.add_router("/", sizing_router)
 api.add_router("/", support_router)
-api.add_router("/", ssh_keys_router)
-api.add_router("/ops", ops_router)
 
 
 def _detail(request, message: str, status: int, headers: dict | None = None):
