@@ -276,7 +276,8 @@ class Host:
     def account_for(self, reference):
         if not isinstance(reference, str) or not REFERENCE_RE.match(reference):
             raise AgentError("the order reference is missing or malformed")
-        account = self.settings["prefix"] + reference.lower()
+        # The same login as the control plane's RentalSpec.user: KD-7Q4M-X2PB -> kd-7q4mx2pb.
+        account = self.settings["prefix"] + reference.lower().replace("kd-", "").replace("-", "")
         if not ACCOUNT_RE.match(account):
             raise AgentError(f"{account!r} is not a valid account name")
         return account
