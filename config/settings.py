@@ -222,16 +222,12 @@ KERNODECK_PROVISIONING_DRIVERS = {
     "ssh": "kernodeck.provisioning.drivers.ssh.SshDriver",
 }
 # The ssh driver: the operator's private key (a file, never the database), timeouts in
-# seconds, how often every ssh node is inspected, and how many failed provisioning attempts
-# make the desk propose a refund.
+# seconds, and how many failed provisioning attempts make the desk propose a refund.
 KERNODECK_SSH_KEY_FILE = os.environ.get("KERNODECK_SSH_KEY_FILE", "")
 KERNODECK_SSH_CONNECT_TIMEOUT = int(os.environ.get("KERNODECK_SSH_CONNECT_TIMEOUT", 10))
 KERNODECK_SSH_COMMAND_TIMEOUT = int(os.environ.get("KERNODECK_SSH_COMMAND_TIMEOUT", 120))
 KERNODECK_SSH_PREPARE_TIMEOUT = int(os.environ.get("KERNODECK_SSH_PREPARE_TIMEOUT", 1800))
-KERNODECK_NODE_HEALTH_INTERVAL = int(os.environ.get("KERNODECK_NODE_HEALTH_INTERVAL", 300))
-KERNODECK_PROVISIONING_MAX_ATTEMPTS = int(
-    os.environ.get("KERNODECK_PROVISIONING_MAX_ATTEMPTS", 3)
-)
+KERNODECK_PROVISIONING_MAX_ATTEMPTS = int(os.environ.get("KERNODECK_PROVISIONING_MAX_ATTEMPTS", 3))
 
 # Payments: exchange rates, watch-only wallets, instructions.
 KERNODECK_RATE_MAX_AGE = int(os.environ.get("KERNODECK_RATE_MAX_AGE", 300))

@@ -183,7 +183,18 @@ class TestHost:
         for suffix in ("", ".pub"):
             with contextlib.suppress(FileNotFoundError):
                 (self.base / f"ssh_host_ed25519_key{suffix}").unlink()
-        _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", self.name, "-f", str(self.host_key_path))
+        _run(
+            "ssh-keygen",
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            self.name,
+            "-f",
+            str(self.host_key_path),
+        )
 
     def _write_sshd_config(self) -> Path:
         config = self.base / "sshd_config"
@@ -340,7 +351,9 @@ class SshLab:
         if _run("ip", "netns", "add", name, check=False).returncode != 0:
             return False
         self.namespaces.append(name)
-        if _run("ip", "link", "add", outer, "type", "veth", "peer", "name", inner, check=False).returncode:
+        if _run(
+            "ip", "link", "add", outer, "type", "veth", "peer", "name", inner, check=False
+        ).returncode:
             return False
         self.links.append(outer)
         host_addr, node_addr = self._subnet(host.index)
@@ -368,6 +381,30 @@ class SshLab:
         self.hosts.append(host)  # before start: a half-started server is still stopped
         host.start()
         return host
+
+    def reset(self) -> None:
+        """Between tests: no test accounts, agent state, homes or device grants remain, every
+        link is up and every host reports its GPUs again (host keys stay as they are)."""
+        for entry in self.accounts():
+            _kill_uid(entry.pw_uid)
+            _run("userdel", entry.pw_name, check=False)
+            _run("groupdel", entry.pw_name, check=False)
+        for host in self.hosts:
+            shutil.rmtree(host.state_dir, ignore_errors=True)
+            with contextlib.suppress(FileNotFoundError):
+                (host.base / "agent" / "kernodeck_agent.py").unlink()
+            for child in host.home_base.iterdir():
+                shutil.rmtree(child, ignore_errors=True)
+            for i in range(host.gpu_count):
+                device = host.device_root / "dev" / f"nvidia{i}"
+                os.chown(device, 0, 0)
+                device.chmod(0o600)
+            host.set_gpus(host.gpu_count)
+            if host.link:
+                _run("ip", "route", "del", "unreachable", f"{host.address}/32", check=False)
+                _run("ip", "link", "set", host.link, "up")
+            if host.process is None or host.process.poll() is not None:
+                host.start()
 
     def accounts(self) -> list[pwd.struct_passwd]:
         """Accounts the agent created for this lab (by the lab's unique prefix)."""

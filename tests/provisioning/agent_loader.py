@@ -4,7 +4,11 @@ import importlib.util
 from pathlib import Path
 
 AGENT_PATH = (
-    Path(__file__).resolve().parents[2] / "kernodeck" / "provisioning" / "agent" / "kernodeck_agent.py"
+    Path(__file__).resolve().parents[2]
+    / "kernodeck"
+    / "provisioning"
+    / "agent"
+    / "kernodeck_agent.py"
 )
 
 

@@ -39,10 +39,7 @@ def test_nvidia_csv_gives_index_uuid_name_and_mib():
 
 
 def test_nvidia_csv_sorts_by_index_skips_blank_lines_and_keeps_unknown_memory_empty():
-    text = (
-        "\n1, GPU-bbbb, NVIDIA B200, [N/A]\n"
-        "0, GPU-aaaa, NVIDIA B200, 183359\n\n"
-    )
+    text = "\n1, GPU-bbbb, NVIDIA B200, [N/A]\n0, GPU-aaaa, NVIDIA B200, 183359\n\n"
     gpus = agent.parse_nvidia_smi_csv(text)
     assert [(g["index"], g["memory_mib"]) for g in gpus] == [(0, 183359), (1, None)]
 

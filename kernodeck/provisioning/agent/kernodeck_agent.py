@@ -63,27 +63,29 @@ SERVICES = ("notebook", "inference")
 # KD_WORKSPACE, KD_PORT, KD_TOKEN, KD_BACKEND, KD_TORCH_INDEX_URL, KD_MODEL. Services
 # bind to 127.0.0.1 only and are reached through an SSH tunnel; they detach with setsid
 # so the recipe can return while they run.
+VENV = '[ -x "$KD_WORKSPACE/venv/bin/python" ] || python3 -m venv "$KD_WORKSPACE/venv"\n'
+PIP = '"$KD_WORKSPACE/venv/bin/pip" install'
 RECIPES = {
-    "python": 'set -e\n[ -x "$KD_WORKSPACE/venv/bin/python" ] || python3 -m venv "$KD_WORKSPACE/venv"\n',
+    "python": "set -e\n" + VENV,
     "pytorch": (
-        'set -e\n[ -x "$KD_WORKSPACE/venv/bin/python" ] || python3 -m venv "$KD_WORKSPACE/venv"\n'
-        'if [ -n "$KD_TORCH_INDEX_URL" ]; then\n'
-        '  "$KD_WORKSPACE/venv/bin/pip" install --index-url "$KD_TORCH_INDEX_URL" torch\n'
-        'else\n  "$KD_WORKSPACE/venv/bin/pip" install torch\nfi\n'
+        "set -e\n" + VENV + 'if [ -n "$KD_TORCH_INDEX_URL" ]; then\n'
+        f'  {PIP} --index-url "$KD_TORCH_INDEX_URL" torch\n'
+        f"else\n  {PIP} torch\nfi\n"
     ),
     "notebook": (
-        'set -e\n[ -x "$KD_WORKSPACE/venv/bin/python" ] || python3 -m venv "$KD_WORKSPACE/venv"\n'
-        '[ -x "$KD_WORKSPACE/venv/bin/jupyter-lab" ] || "$KD_WORKSPACE/venv/bin/pip" install jupyterlab\n'
-        'setsid "$KD_WORKSPACE/venv/bin/jupyter-lab" --no-browser --ip=127.0.0.1 --port="$KD_PORT" '
-        '--IdentityProvider.token="$KD_TOKEN" --ServerApp.root_dir="$KD_WORKSPACE" '
+        "set -e\n" + VENV + f'[ -x "$KD_WORKSPACE/venv/bin/jupyter-lab" ] || {PIP} jupyterlab\n'
+        'setsid "$KD_WORKSPACE/venv/bin/jupyter-lab" --no-browser --ip=127.0.0.1 '
+        '--port="$KD_PORT" --IdentityProvider.token="$KD_TOKEN" '
+        '--ServerApp.root_dir="$KD_WORKSPACE" '
         '> "$HOME/.kernodeck-notebook.log" 2>&1 < /dev/null &\n'
     ),
     "inference": (
         'set -e\n[ -n "$KD_MODEL" ] || { echo "no model is configured for this node"; exit 2; }\n'
-        '[ -x "$KD_WORKSPACE/venv/bin/python" ] || python3 -m venv "$KD_WORKSPACE/venv"\n'
-        '[ -x "$KD_WORKSPACE/venv/bin/vllm" ] || "$KD_WORKSPACE/venv/bin/pip" install vllm\n'
-        'setsid "$KD_WORKSPACE/venv/bin/vllm" serve "$KD_MODEL" --host 127.0.0.1 --port "$KD_PORT" '
-        '--api-key "$KD_TOKEN" > "$HOME/.kernodeck-inference.log" 2>&1 < /dev/null &\n'
+        + VENV
+        + f'[ -x "$KD_WORKSPACE/venv/bin/vllm" ] || {PIP} vllm\n'
+        'setsid "$KD_WORKSPACE/venv/bin/vllm" serve "$KD_MODEL" --host 127.0.0.1 '
+        '--port "$KD_PORT" --api-key "$KD_TOKEN" '
+        '> "$HOME/.kernodeck-inference.log" 2>&1 < /dev/null &\n'
     ),
 }
 
@@ -213,7 +215,7 @@ def parse_rocm_smi_json(text):
 
 
 def now():
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.timezone.utc)  # noqa: UP017 (the host may run Python 3.9)
 
 
 def run(argv, *, check=True, timeout=60, env=None):
@@ -234,7 +236,9 @@ def run(argv, *, check=True, timeout=60, env=None):
         raise AgentError(f"{argv[0]} did not finish within {timeout} s") from exc
     if check and done.returncode != 0:
         message = (done.stderr or done.stdout).strip().splitlines()
-        raise AgentError(f"{' '.join(argv[:2])} failed: {message[-1] if message else done.returncode}")
+        raise AgentError(
+            f"{' '.join(argv[:2])} failed: {message[-1] if message else done.returncode}"
+        )
     return done
 
 
@@ -397,7 +401,12 @@ def cmd_inventory(host, request):
     inventory["hostname"] = socket.gethostname()
     inventory["agent_version"] = AGENT_VERSION
     inventory["rentals"] = [
-        {"account": s["account"], "reference": s["reference"], "status": s["status"], "gpus": s["gpus"]}
+        {
+            "account": s["account"],
+            "reference": s["reference"],
+            "status": s["status"],
+            "gpus": s["gpus"],
+        }
         for s in host.all_states()
     ]
     return inventory
@@ -474,7 +483,9 @@ def cmd_create(host, request):
     state = host.load(account)
     entry = account_entry(account)
     if entry and not state:
-        raise AgentError(f"the account {account} exists and was not made by Kernodeck; refusing to touch it")
+        raise AgentError(
+            f"the account {account} exists and was not made by Kernodeck; refusing to touch it"
+        )
     if state and state["status"] != "active":
         raise AgentError(f"the rental {reference} has already ended on this host")
     if state and state["gpus"] != gpus:
@@ -555,7 +566,8 @@ def cmd_create(host, request):
     grant_devices(host, backend, gpus, gid, inventory_gpus=inventory["gpus"])
     by_index = {g["index"]: g for g in inventory["gpus"]}
     state["devices"] = [
-        {"index": i, "path": host.device_path(backend, by_index.get(i, {"index": i}))} for i in gpus
+        {"index": i, "path": host.device_path(backend, by_index.get(i, {"index": i}))}
+        for i in gpus
     ]
     state["keys_sha256"] = hashlib.sha256(authorized.encode()).hexdigest()
     host.save(account, state)
@@ -621,9 +633,9 @@ def cmd_prepare(host, request):
     if not state or state["status"] != "active" or not entry:
         raise AgentError(f"the rental {reference} has no active account on this host")
     record = state["prepared"].get(preparation)
-    if record and record["status"] == "done":
-        if preparation not in SERVICES or port_answers(record["port"]):
-            return service_answer(preparation, record)
+    alive = record and (preparation not in SERVICES or port_answers(record["port"]))
+    if record and record["status"] == "done" and alive:
+        return service_answer(preparation, record)
     recipe = request.get("recipe") or RECIPES[preparation]
     if not isinstance(recipe, str) or "\x00" in recipe:
         raise AgentError("the recipe is malformed")
@@ -684,7 +696,9 @@ def cmd_prepare(host, request):
                 record["status"] = "failed"
                 state["prepared"][preparation] = record
                 host.save(account, state)
-                raise AgentError(f"the {preparation} service did not answer on port {record['port']}")
+                raise AgentError(
+                    f"the {preparation} service did not answer on port {record['port']}"
+                )
             time.sleep(0.2)
     record["status"] = "done"
     record["log"] = tail(log_path)
@@ -693,7 +707,7 @@ def cmd_prepare(host, request):
     return service_answer(preparation, record)
 
 
-# --------------------------------------------------------------------------- extend, status, destroy
+# --------------------------------------------------------------------------- the end
 
 
 def cmd_extend(host, request):
@@ -791,9 +805,9 @@ def wipe(host, state):
 def sweep(host):
     """Wipes ended rentals whose retention period is over."""
     for state in host.all_states():
-        if state["status"] == "ended" and state.get("wipe_after"):
-            if dt.datetime.fromisoformat(state["wipe_after"]) <= now():
-                wipe(host, state)
+        due = state.get("wipe_after") and dt.datetime.fromisoformat(state["wipe_after"]) <= now()
+        if state["status"] == "ended" and due:
+            wipe(host, state)
 
 
 def cmd_destroy(host, request):
@@ -809,7 +823,9 @@ def cmd_destroy(host, request):
     if state["status"] == "active":
         if entry:
             # Lock first so nothing new logs in, then remove keys, then stop what runs.
-            run(["usermod", "--lock", "--expiredate", "1", "--shell", "/usr/sbin/nologin", account])
+            run(
+                ["usermod", "--lock", "--expiredate", "1", "--shell", "/usr/sbin/nologin", account]
+            )
             keys_path = os.path.join(state["home"], ".ssh", "authorized_keys")
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(keys_path)
@@ -864,7 +880,7 @@ def main(argv=None, stdin=None, stdout=None):
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     parser = argparse.ArgumentParser(description="Kernodeck host agent")
-    parser.add_argument("command", choices=sorted(COMMANDS) + ["version"])
+    parser.add_argument("command", choices=[*sorted(COMMANDS), "version"])
     parser.add_argument("--root", help="folder holding dev/ (stand-in devices in tests)")
     parser.add_argument("--home-base", dest="home_base")
     parser.add_argument("--state-dir", dest="state_dir")

@@ -19,7 +19,6 @@ import json
 import logging
 import shlex
 import socket
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -46,25 +45,27 @@ MAX_ANSWER_BYTES = 1_000_000
 class HostKeyNotAccepted(DriverError):
     """The node offered a host key that no operator has accepted yet."""
 
-    def __init__(self, offered: str):
+    def __init__(self, node: str, offered: str):
         super().__init__(
-            "The node's SSH host key has not been accepted yet: accept its fingerprint "
+            f"The SSH host key of {node} has not been accepted yet: accept its fingerprint "
             f"{fingerprint(offered)} in the back-office.",
             retryable=False,
         )
+        self.node = node
         self.offered = offered
 
 
 class HostKeyChanged(DriverError):
     """The node's host key differs from the pinned one: nothing is sent to it."""
 
-    def __init__(self, pinned: str, offered: str):
+    def __init__(self, node: str, pinned: str, offered: str):
         super().__init__(
-            f"The node's SSH host key changed (pinned {fingerprint(pinned)}, offered "
+            f"The SSH host key of {node} changed (pinned {fingerprint(pinned)}, offered "
             f"{fingerprint(offered)}); every operation on it is stopped until an operator "
             "checks the machine and accepts the new key.",
             retryable=False,
         )
+        self.node = node
         self.pinned = pinned
         self.offered = offered
 
@@ -105,10 +106,11 @@ def load_operator_key() -> paramiko.PKey:
         ) from None
 
 
-@dataclass
-class AgentAnswer:
-    ok: bool
-    data: dict
+def _error(node: str, message: str, *, retryable: bool = True) -> DriverError:
+    """A DriverError that names its node, so the caller can look at that node's health."""
+    error = DriverError(message, retryable=retryable)
+    error.node = node
+    return error
 
 
 class NodeSession:
@@ -142,9 +144,10 @@ class NodeSession:
         try:
             sock = socket.create_connection((self.node.host, self.node.port), timeout=timeout)
         except OSError as exc:
-            raise DriverError(
+            raise _error(
+                self.node.name,
                 f"The node {self.node.name} is unreachable ({self.node.host}:{self.node.port}): "
-                f"{exc.strerror or exc}"
+                f"{exc.strerror or exc}",
             ) from None
         try:
             transport = paramiko.Transport(sock)
@@ -163,7 +166,7 @@ class NodeSession:
             server_key = transport.get_remote_server_key()
             self.offered_key = f"{server_key.get_name()} {server_key.get_base64()}"
             if not pinned:
-                raise HostKeyNotAccepted(self.offered_key)
+                raise HostKeyNotAccepted(self.node.name, self.offered_key)
             if pinned.split()[:2] != self.offered_key.split()[:2]:
                 logger.error(
                     "host key of node %s changed: pinned %s, offered %s",
@@ -171,14 +174,16 @@ class NodeSession:
                     fingerprint(pinned),
                     fingerprint(self.offered_key),
                 )
-                raise HostKeyChanged(pinned, self.offered_key)
+                raise HostKeyChanged(self.node.name, pinned, self.offered_key)
             transport.auth_publickey(self.user, self.key or load_operator_key())
         except DriverError:
             self.close()
             raise
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self.close()
-            raise DriverError(f"SSH to the node {self.node.name} failed: {exc}") from None
+            raise _error(
+                self.node.name, f"SSH to the node {self.node.name} failed: {exc}"
+            ) from None
         return self
 
     def __exit__(self, *exc) -> None:
@@ -205,16 +210,18 @@ class NodeSession:
                     break
                 size += len(chunk)
                 if size > MAX_ANSWER_BYTES:
-                    raise DriverError(f"The node {self.node.name} answered too much.")
+                    raise _error(self.node.name, f"The node {self.node.name} answered too much.")
                 chunks.append(chunk)
             status = channel.recv_exit_status()
             channel.close()
         except TimeoutError:
-            raise DriverError(
-                f"The node {self.node.name} did not answer within {timeout:.0f} s."
+            raise _error(
+                self.node.name, f"The node {self.node.name} did not answer within {timeout:.0f} s."
             ) from None
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise DriverError(f"SSH to the node {self.node.name} failed: {exc}") from None
+            raise _error(
+                self.node.name, f"SSH to the node {self.node.name} failed: {exc}"
+            ) from None
         return status, b"".join(chunks)
 
     def ensure_agent(self) -> None:
@@ -237,8 +244,10 @@ class NodeSession:
             timeout=settings.KERNODECK_SSH_COMMAND_TIMEOUT,
         )
         if status != 0:
-            raise DriverError(
-                f"Copying the agent to {self.node.name} failed (exit {status}).", retryable=False
+            raise _error(
+                self.node.name,
+                f"Copying the agent to {self.node.name} failed (exit {status}).",
+                retryable=False,
             )
         logger.info("agent copied to node %s", self.node.name)
 
@@ -255,12 +264,13 @@ class NodeSession:
         except ValueError:
             answer = None
         if not isinstance(answer, dict):
-            raise DriverError(
-                f"The agent on {self.node.name} gave no answer to {command} (exit {status})."
+            raise _error(
+                self.node.name,
+                f"The agent on {self.node.name} gave no answer to {command} (exit {status}).",
             )
         if not answer.get("ok"):
             message = str(answer.get("error") or "unknown error")[:250]
-            raise DriverError(f"{self.node.name}: {message}", retryable=False)
+            raise _error(self.node.name, f"{self.node.name}: {message}", retryable=False)
         return answer
 
 
@@ -346,7 +356,9 @@ class SshDriver:
     def extend(self, rental: RentalSpec, until: datetime) -> StepResult:
         for allocation in rental.allocation:
             self._call(
-                allocation.node, "extend", {"reference": rental.reference, "until": until.isoformat()}
+                allocation.node,
+                "extend",
+                {"reference": rental.reference, "until": until.isoformat()},
             )
         return StepResult(done=True, detail=f"Extended until {until.isoformat()} on the nodes.")
 
