@@ -278,11 +278,11 @@ class Host:
     # --- names and state
 
     def account_for(self, reference):
-        if not isinstance(reference, str) or not REFERENCE_RE.match(reference):
+        if not isinstance(reference, str) or not REFERENCE_RE.fullmatch(reference):
             raise AgentError("the order reference is missing or malformed")
         # The same login as the control plane's RentalSpec.user: KD-7Q4M-X2PB -> kd-7q4mx2pb.
         account = self.settings["prefix"] + reference.lower().replace("kd-", "").replace("-", "")
-        if not ACCOUNT_RE.match(account):
+        if not ACCOUNT_RE.fullmatch(account):
             raise AgentError(f"{account!r} is not a valid account name")
         return account
 
@@ -427,7 +427,7 @@ def valid_keys(keys):
         raise AgentError("the customer has no SSH public key")
     cleaned = []
     for key in keys:
-        if not isinstance(key, str) or not KEY_RE.match(key.strip()):
+        if not isinstance(key, str) or not KEY_RE.fullmatch(key.strip()):
             raise AgentError("an SSH public key is malformed")
         if key.strip() not in cleaned:
             cleaned.append(key.strip())
