@@ -109,17 +109,21 @@ def settle(order):
 
 
 def run_task_retries():
-    """Run what huey scheduled for later (its retries), as the consumer would when due."""
+    """Run what huey scheduled for later (its retries) as the consumer would when due;
+    returns the wait before each retry, in seconds."""
     from huey.contrib.djhuey import HUEY
 
+    waits = []
     for _ in range(10):
         # huey keeps naive UTC times; one day ahead takes every retry now.
-        ahead = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=1)
-        due = HUEY.read_schedule(ahead)
+        now = datetime.now(UTC).replace(tzinfo=None)
+        due = HUEY.read_schedule(now + timedelta(days=1))
         if not due:
-            return
+            return waits
         for task in due:
-            HUEY.execute(task, timestamp=ahead)
+            waits.append(round((task.eta - now).total_seconds() / 60) * 60)
+            HUEY.execute(task, timestamp=now + timedelta(days=1))
+    return waits
 
 
 def login(host, user, key_path, command):
@@ -266,7 +270,7 @@ def test_a_node_that_is_down_fails_the_rental_with_the_reason_and_a_retry_uses_t
     order = settle(order)
     assert order.rental_state == RentalState.PREPARING  # the task queue retries later
     assert selectors.allocation_of(order)[0]["node"] == first.name
-    run_task_retries()
+    assert run_task_retries() == [60, 120, 240]  # backoff, then the last attempt fails
 
     order.refresh_from_db()
     assert order.rental_state == RentalState.PROVISIONING_FAILED
