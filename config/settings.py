@@ -347,5 +347,7 @@ LOGGING = {
         # httpx logs full URLs at INFO, and RPC URLs may carry API keys.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
+        # paramiko narrates every SSH handshake at INFO; the ssh driver logs what matters.
+        "paramiko": {"level": "WARNING"},
     },
 }
