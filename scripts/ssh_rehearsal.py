@@ -105,7 +105,7 @@ def rehearse(lab):
         f"rental {order.rental_state}, {order.starts_at:%Y-%m-%d %H:%M} → {order.ends_at:%Y-%m-%d %H:%M}"
     )
     say(f"access: {access.ssh_command}")
-    probe = subprocess.run(
+    probe = subprocess.run(  # noqa: S603 (the lab's own ssh command line)
         [*host.ssh_argv(access.user, key_path), "echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"],
         capture_output=True,
         text=True,
@@ -120,7 +120,7 @@ def rehearse(lab):
     say(f"extended until {order.ends_at:%Y-%m-%d %H:%M}")
     clock.freeze(order.ends_at + timedelta(minutes=1))
     say(f"clock moved past the end; ended: {services.rentals_end_due()}")
-    again = subprocess.run(
+    again = subprocess.run(  # noqa: S603
         [*host.ssh_argv(access.user, key_path), "true"],
         capture_output=True,
         text=True,
