@@ -101,9 +101,8 @@ def rehearse(lab):
     order_services.order_settle(order=order, cause={"rehearsal": True})
     order.refresh_from_db()
     access = selectors.access_for_owner(order=order)
-    say(
-        f"rental {order.rental_state}, {order.starts_at:%Y-%m-%d %H:%M} → {order.ends_at:%Y-%m-%d %H:%M}"
-    )
+    period = f"{order.starts_at:%Y-%m-%d %H:%M} → {order.ends_at:%Y-%m-%d %H:%M}"
+    say(f"rental {order.rental_state}, {period}")
     say(f"access: {access.ssh_command}")
     probe = subprocess.run(  # noqa: S603 (the lab's own ssh command line)
         [*host.ssh_argv(access.user, key_path), "echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"],
