@@ -31,8 +31,10 @@ def rental_prepare_run(*, order_id: int, last_attempt: bool = True) -> None:
     driver = _driver(spec)
     try:
         result = driver.prepare(spec)
+        node_health.rental_step_record(order=order, step="prepare", detail=result.detail)
         access = driver.deliver(spec) if result.done else None
     except DriverError as error:
+        node_health.rental_step_record(order=order, step="prepare", detail=error.message)
         node_health.driver_error_record(error=error, final=last_attempt)
         if error.retryable and not last_attempt:
             raise
@@ -60,8 +62,10 @@ def rental_extend_run(*, order_id: int) -> None:
         return
     spec = selectors.rental_spec(order=order)
     try:
-        _driver(spec).extend(spec, order.ends_at)
+        result = _driver(spec).extend(spec, order.ends_at)
+        node_health.rental_step_record(order=order, step="extend", detail=result.detail)
     except DriverError as error:
+        node_health.rental_step_record(order=order, step="extend", detail=error.message)
         node_health.driver_error_record(error=error, final=False)
         raise
 
@@ -72,8 +76,10 @@ def rental_release_run(*, order_id: int) -> None:
         return
     spec = selectors.rental_spec(order=order, include_released=True)
     try:
-        _driver(spec).release(spec)
+        result = _driver(spec).release(spec)
+        node_health.rental_step_record(order=order, step="release", detail=result.detail)
     except DriverError as error:
+        node_health.rental_step_record(order=order, step="release", detail=error.message)
         node_health.driver_error_record(error=error, final=False)
         raise
 

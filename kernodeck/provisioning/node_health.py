@@ -1,4 +1,4 @@
-"""What a node's health means for the fleet: maintenance, host-key pins, alerts, attempts.
+"""Automated (ssh) nodes: what health means for the fleet, host keys, settings, step logs.
 
 Writers for automated (ssh) nodes, on top of `services.node_health_record`, which stores the
 report. An unhealthy report (unreachable, a changed or not yet accepted host key, a GPU count
@@ -9,13 +9,14 @@ before, outside any transaction.
 """
 
 import logging
+import re
 
 from django.conf import settings
 from django.core.mail import mail_admins
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from kernodeck.core.errors import Conflict
+from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.models import AuditEvent
 from kernodeck.core.services import audit_record
 from kernodeck.orders.models import Order, RentalState
@@ -24,6 +25,8 @@ from kernodeck.provisioning.drivers.base import DriverError, NodeHealth
 from kernodeck.provisioning.models import DriverCode, Node, NodeState
 
 logger = logging.getLogger(__name__)
+
+PREPARATIONS = ("python", "pytorch", "notebook", "inference")
 
 HOST_KEY_PROBLEMS = {"host_key_changed", "host_key_not_accepted"}
 # Facts of an inspect() report kept on the node for the desk.
@@ -187,3 +190,134 @@ def rental_refund_proposed(order: Order) -> bool:
         order.rental_state == RentalState.PROVISIONING_FAILED
         and rental_failed_attempts(order) >= settings.KERNODECK_PROVISIONING_MAX_ATTEMPTS
     )
+
+
+def rental_step_record(*, order: Order, step: str, detail: str) -> None:
+    """Keep a driver step's outcome (and the agent's log tail) in the order's trail, for the
+    desk. Written after the step, outside any lock; it records, it decides nothing."""
+    audit_record(
+        action="order.rental_step",
+        target=order,
+        data={"step": step, "detail": str(detail or "")[:4000]},
+    )
+
+
+AGENT_DIR_RE = re.compile(r"^/[A-Za-z0-9._/-]{1,199}$")
+URL_RE = re.compile(r"^https?://[^\s\x00]{1,290}$")
+MODEL_RE = re.compile(r"^[A-Za-z0-9._/:@-]{1,200}$")
+RECIPE_MAX = 20_000
+
+
+def node_ssh_settings_update(
+    *,
+    node: Node,
+    retention_hours,
+    agent_dir: str,
+    torch_index_url: str = "",
+    inference_model: str = "",
+    recipes: dict | None = None,
+    actor,
+) -> Node:
+    """Change how the ssh driver runs a node: retention, agent folder, wheels, recipes.
+
+    Every value is checked here (the web form and the API share these messages); a refused
+    change changes nothing.
+    """
+    try:
+        hours = int(str(retention_hours).strip()) if str(retention_hours).strip().isascii() else -1
+    except ValueError:
+        hours = -1
+    if not 0 <= hours <= 8760:
+        raise InvalidInput(
+            _("Retention is a whole number of hours from 0 to 8760."), field="retention_hours"
+        )
+    agent_dir = str(agent_dir or "").strip()
+    if not AGENT_DIR_RE.fullmatch(agent_dir) or "/../" in agent_dir + "/":
+        raise InvalidInput(
+            _("The agent folder is an absolute path of letters, digits, dots and dashes."),
+            field="agent_dir",
+        )
+    torch_index_url = str(torch_index_url or "").strip()
+    if torch_index_url and not URL_RE.fullmatch(torch_index_url):
+        raise InvalidInput(
+            _("The wheel source must start with http:// or https://."), field="torch_index_url"
+        )
+    inference_model = str(inference_model or "").strip()
+    if inference_model and not MODEL_RE.fullmatch(inference_model):
+        raise InvalidInput(
+            _("The model name has characters it cannot have."), field="inference_model"
+        )
+    cleaned = {}
+    for code, script in (recipes or {}).items():
+        script = str(script or "").replace("\r\n", "\n")
+        if code not in PREPARATIONS:
+            raise InvalidInput(_("Unknown preparation."), field="recipes")
+        if "\x00" in script or len(script) > RECIPE_MAX:
+            raise InvalidInput(
+                _("A recipe is shell text of at most 20 000 characters."), field="recipes"
+            )
+        if script.strip():
+            cleaned[code] = script
+    after = {
+        "retention_hours": hours,
+        "agent_dir": agent_dir,
+        "torch_index_url": torch_index_url,
+        "inference_model": inference_model,
+        "recipes": cleaned,
+    }
+    with transaction.atomic():
+        node = locks.lock_node(node.pk)
+        before = {name: getattr(node, name) for name in after}
+        if before == after:
+            return node
+        for name, value in after.items():
+            setattr(node, name, value)
+        node.save(update_fields=list(after))
+        audit_record(
+            action="provisioning.node_ssh_settings_changed",
+            target=node,
+            actor=actor,
+            before=before,
+            after=after,
+        )
+    return node
+
+
+def node_inspect(*, node_id: int) -> Node:
+    """Inspect one node now (outside any transaction) and record what it means."""
+    from kernodeck.provisioning import selectors, services
+    from kernodeck.provisioning.drivers import driver_for
+
+    node = Node.objects.get(pk=node_id)
+    health = driver_for(node.driver).inspect(selectors.node_ref(node))
+    return services.node_health_record(node=node, health=health)
+
+
+def node_step_log(node: Node, *, limit: int = 40) -> list[dict]:
+    """The node's own events and the driver steps of rentals that ran on it, newest first:
+    [{at, action, reference, step, detail, data}]."""
+    from django.db.models import Q
+
+    references = {
+        str(pk): reference
+        for pk, reference in Order.objects.filter(allocations__slot__node=node)
+        .distinct()
+        .values_list("pk", "reference")
+    }
+    events = AuditEvent.objects.filter(
+        Q(target_type="provisioning.node", target_id=str(node.pk))
+        | Q(action="order.rental_step", target_type="orders.order", target_id__in=references)
+    ).order_by("-created_at", "-pk")[:limit]
+    return [
+        {
+            "at": event.created_at,
+            "action": event.action,
+            "reference": references.get(event.target_id, "")
+            if event.target_type == "orders.order"
+            else "",
+            "step": event.data.get("step", ""),
+            "detail": event.data.get("detail") or event.data.get("reason") or "",
+            "after": event.after,
+        }
+        for event in events
+    ]

@@ -3,7 +3,7 @@
 from huey import crontab
 from huey.contrib.djhuey import db_periodic_task, db_task
 
-from kernodeck.provisioning import driving, services
+from kernodeck.provisioning import driving, node_health, services
 
 DRIVER_RETRIES = 3
 # Driver steps wait 60 s, then 120 s, then 240 s between attempts (huey's backoff).
@@ -47,3 +47,8 @@ def rental_clock_tick():
 @db_periodic_task(crontab(minute="*/10"))
 def nodes_inspect_tick():
     driving.nodes_inspect()
+
+
+@db_task()
+def node_inspect_task(node_id: int):
+    node_health.node_inspect(node_id=node_id)

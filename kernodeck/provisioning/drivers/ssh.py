@@ -316,9 +316,9 @@ class SshDriver:
             details.append(
                 f"{node.name}: account {created['account']}, GPUs "
                 f"{','.join(str(i) for i in created['gpus'])}, {rental.preparation} "
-                f"{prepared['status']}"
+                f"{prepared['status']}\n{(prepared.get('log') or '')[-1500:]}"
             )
-        return StepResult(done=True, detail="; ".join(details))
+        return StepResult(done=True, detail="\n".join(details))
 
     @staticmethod
     def _prepare_request(rental: RentalSpec, options: dict) -> dict:
