@@ -28,6 +28,7 @@ from kernodeck.orders import capacity
 from kernodeck.orders.models import RentalState
 from kernodeck.provisioning import driving, node_health, selectors, services
 from kernodeck.provisioning.drivers import driver_for
+from kernodeck.provisioning.drivers.base import DriverError
 from kernodeck.provisioning.drivers.ssh import agent_sha256, fingerprint
 from kernodeck.provisioning.models import Allocation, Delivery, Node, NodeState
 from tests.factories import make_offer, make_operator, make_order, make_user
@@ -392,3 +393,23 @@ def test_two_rentals_on_one_node_never_see_each_others_gpus_or_files(lab):
         0,
         1,
     ]
+
+
+def test_a_slow_or_flooding_node_is_cut_off_with_a_clear_error(lab, settings):
+    host = lab.hosts[1]
+    offer = make_offer(units_total=0)
+    node = ssh_node(offer, host)
+    with driver_for("ssh").session(selectors.node_ref(node)) as session:
+        with pytest.raises(DriverError) as slow:
+            session.exec("sleep 10", timeout=1)
+        assert slow.value.message == f"The node {node.name} did not answer within 1 s."
+        assert slow.value.retryable is True
+    with driver_for("ssh").session(selectors.node_ref(node)) as session:
+        with pytest.raises(DriverError) as flood:
+            session.exec("head -c 3000000 /dev/zero", timeout=20)
+        assert flood.value.message == f"The node {node.name} answered too much."
+    settings.KERNODECK_SSH_KEY_FILE = str(lab.base / "missing-key")
+    with pytest.raises(DriverError) as keyless:
+        driver_for("ssh").session(selectors.node_ref(node)).__enter__()
+    assert keyless.value.message.startswith("The SSH key in KERNODECK_SSH_KEY_FILE cannot be read")
+    assert keyless.value.retryable is False
