@@ -7,6 +7,7 @@ queues the inspection task.
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.decorators import permission_required
+from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 
 from kernodeck.backoffice.node_forms import HostKeyAcceptForm, NodeSshForm
@@ -72,7 +73,7 @@ def node_detail(request, name):
             if action == "inspect":
                 from kernodeck.provisioning import tasks
 
-                tasks.node_inspect_task(node.pk)
+                transaction.on_commit(lambda: tasks.node_inspect_task(node.pk))
                 messages.success(request, "Inspection queued.")
                 return redirect("backoffice_nodes:detail", name=node.name)
         except ServiceError as exc:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core import mail
+from django.db import transaction
 
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict
@@ -413,3 +414,10 @@ def test_a_slow_or_flooding_node_is_cut_off_with_a_clear_error(lab, settings):
         driver_for("ssh").session(selectors.node_ref(node)).__enter__()
     assert keyless.value.message.startswith("The SSH key in KERNODECK_SSH_KEY_FILE cannot be read")
     assert keyless.value.retryable is False
+
+
+def test_the_driver_refuses_to_run_inside_a_transaction(lab):
+    offer = make_offer(units_total=0)
+    node = ssh_node(offer, lab.hosts[0])
+    with transaction.atomic(), pytest.raises(RuntimeError, match="inside a database transaction"):
+        driver_for("ssh").inspect(selectors.node_ref(node))

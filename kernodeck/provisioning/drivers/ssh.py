@@ -24,6 +24,7 @@ from pathlib import Path
 
 import paramiko
 from django.conf import settings
+from django.db import transaction
 
 from kernodeck.provisioning.drivers.base import (
     Access,
@@ -139,6 +140,9 @@ class NodeSession:
         return f"{self.options.get('agent_dir') or DEFAULT_AGENT_DIR}/{AGENT_NAME}"
 
     def __enter__(self) -> NodeSession:
+        if transaction.get_connection().in_atomic_block:
+            # A node may take minutes to answer: never while rows are locked.
+            raise RuntimeError("The ssh driver must not run inside a database transaction.")
         timeout = settings.KERNODECK_SSH_CONNECT_TIMEOUT
         pinned = (getattr(self.node, "host_key", "") or "").strip()
         try:
