@@ -32,7 +32,7 @@ from kernodeck.provisioning.drivers import driver_for
 from kernodeck.provisioning.drivers.base import DriverError
 from kernodeck.provisioning.drivers.ssh import agent_sha256, fingerprint
 from kernodeck.provisioning.models import Allocation, Delivery, Node, NodeState
-from tests.factories import make_offer, make_operator, make_order, make_user
+from tests.factories import PASSWORD, make_offer, make_operator, make_order, make_user
 from tests.sshhosts import ssh_lab  # noqa: F401 (the module-scoped fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -245,6 +245,17 @@ def test_a_paid_order_is_delivered_used_over_ssh_extended_and_ended_with_no_oper
     assert not Allocation.objects.filter(order=order, released_at__isnull=True).exists()
     assert capacity.units_available(offer=offer) == 4
     assert all((host.device_root / "dev" / f"nvidia{i}").stat().st_gid == 0 for i in range(4))
+    # Each driver step is kept for the desk, with the agent's words.
+    steps = AuditEvent.objects.filter(
+        action="order.rental_step", target_id=str(order.pk)
+    ).order_by("pk")
+    assert [e.data["step"] for e in steps] == ["prepare", "extend", "release"]
+    assert (
+        steps[0]
+        .data["detail"]
+        .startswith(f"{node.name}: account {account}, GPUs 0,1, notebook done")
+    )
+    assert steps[2].data["detail"] == f"{node.name}: wiped"
 
 
 def _uids_running():
@@ -421,3 +432,20 @@ def test_the_driver_refuses_to_run_inside_a_transaction(lab):
     node = ssh_node(offer, lab.hosts[0])
     with transaction.atomic(), pytest.raises(RuntimeError, match="inside a database transaction"):
         driver_for("ssh").inspect(selectors.node_ref(node))
+
+
+def test_inspect_now_from_the_node_page_records_the_health_and_shows_the_steps(lab, client):
+    host = lab.hosts[0]
+    offer = make_offer(units_total=0)
+    node = ssh_node(offer, host)
+    operator = make_operator()
+    assert client.login(email=operator.email, password=PASSWORD)
+
+    response = client.post(f"/backoffice/nodes/{node.name}/", {"action": "inspect"})
+
+    assert response.status_code == 302
+    node.refresh_from_db()
+    assert (node.health["ok"], node.health["gpus_seen"]) == (True, 4)
+    page = client.get(f"/backoffice/nodes/{node.name}/").content.decode()
+    assert "4 GPUs seen." in page
+    assert "570.133.20" in page
