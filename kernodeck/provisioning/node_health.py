@@ -64,9 +64,9 @@ def _flag_running_rentals(node: Node, reason: str) -> int:
             order.rental_reason = note
             order.save(update_fields=["rental_reason"])
             audit_record(
-                action="order.rental_flagged",
-                target=order,
-                data={"node": node.name, "reason": reason},
+                action="provisioning.rental_flagged",
+                target=node,
+                data={"order": order.reference, "reason": reason},
             )
             flagged += 1
     return flagged
@@ -192,13 +192,27 @@ def rental_refund_proposed(order: Order) -> bool:
     )
 
 
+STEP_TARGET = "provisioning.rental_step"
+
+
 def rental_step_record(*, order: Order, step: str, detail: str) -> None:
-    """Keep a driver step's outcome (and the agent's log tail) in the order's trail, for the
-    desk. Written after the step, outside any lock; it records, it decides nothing."""
+    """Keep a driver step's outcome (and the agent's log tail) for the desk. Written after
+    the step, outside any lock; it records, it decides nothing. Its own target type keeps
+    these operator details out of the customer's order timeline."""
     audit_record(
-        action="order.rental_step",
-        target=order,
+        action="provisioning.rental_step",
+        target_type=STEP_TARGET,
+        target_id=str(order.pk),
         data={"step": step, "detail": str(detail or "")[:4000]},
+    )
+
+
+def rental_steps(order: Order) -> list[AuditEvent]:
+    """The driver steps of one rental, oldest first (the desk's step log)."""
+    return list(
+        AuditEvent.objects.filter(target_type=STEP_TARGET, target_id=str(order.pk)).order_by(
+            "created_at", "pk"
+        )
     )
 
 
@@ -306,15 +320,15 @@ def node_step_log(node: Node, *, limit: int = 40) -> list[dict]:
     }
     events = AuditEvent.objects.filter(
         Q(target_type="provisioning.node", target_id=str(node.pk))
-        | Q(action="order.rental_step", target_type="orders.order", target_id__in=references)
+        | Q(target_type=STEP_TARGET, target_id__in=references)
     ).order_by("-created_at", "-pk")[:limit]
     return [
         {
             "at": event.created_at,
             "action": event.action,
             "reference": references.get(event.target_id, "")
-            if event.target_type == "orders.order"
-            else "",
+            if event.target_type == STEP_TARGET
+            else event.data.get("order", ""),
             "step": event.data.get("step", ""),
             "detail": event.data.get("detail") or event.data.get("reason") or "",
             "after": event.after,

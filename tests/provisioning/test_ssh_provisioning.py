@@ -246,9 +246,7 @@ def test_a_paid_order_is_delivered_used_over_ssh_extended_and_ended_with_no_oper
     assert capacity.units_available(offer=offer) == 4
     assert all((host.device_root / "dev" / f"nvidia{i}").stat().st_gid == 0 for i in range(4))
     # Each driver step is kept for the desk, with the agent's words.
-    steps = AuditEvent.objects.filter(
-        action="order.rental_step", target_id=str(order.pk)
-    ).order_by("pk")
+    steps = node_health.rental_steps(order)
     assert [e.data["step"] for e in steps] == ["prepare", "extend", "release"]
     assert (
         steps[0]
@@ -271,7 +269,9 @@ def _uids_running():
     return uids
 
 
-def test_a_node_that_is_down_fails_the_rental_with_the_reason_and_a_retry_uses_the_other(lab):
+def test_a_node_that_is_down_fails_the_rental_with_the_reason_and_a_retry_uses_the_other(
+    lab, client, settings
+):
     down, up = lab.hosts
     offer = make_offer(units_total=0)
     first = ssh_node(offer, down)
@@ -293,7 +293,18 @@ def test_a_node_that_is_down_fails_the_rental_with_the_reason_and_a_retry_uses_t
     assert first.state_reason.startswith("Unreachable: The node")
     assert first.health["ok"] is False
 
+    # The desk shows each step with the node's words, and proposes the refund once the
+    # configured attempts are spent.
     operator = make_operator()
+    assert client.login(email=operator.email, password=PASSWORD)
+    settings.KERNODECK_PROVISIONING_MAX_ATTEMPTS = 1
+    desk = client.get(f"/backoffice/rentals/{order.reference}/").content.decode()
+    assert "Provisioning failed 1 time: refund it rather than retry again." in desk
+    assert f"The node {first.name} is unreachable" in desk
+    assert node_health.rental_refund_proposed(order) is True
+    settings.KERNODECK_PROVISIONING_MAX_ATTEMPTS = 3
+    assert node_health.rental_refund_proposed(order) is False
+
     services.rental_retry(order=order, actor=operator, new_slots=True)
     order.refresh_from_db()
     assert order.rental_state == RentalState.ACTIVE
@@ -301,7 +312,6 @@ def test_a_node_that_is_down_fails_the_rental_with_the_reason_and_a_retry_uses_t
     user = Delivery.objects.get(order=order).user
     assert login(up, user, key_path, "echo $CUDA_VISIBLE_DEVICES").stdout == "0\n"
     assert node_health.rental_failed_attempts(order) == 1
-    assert node_health.rental_refund_proposed(order) is False
 
 
 def test_a_changed_host_key_stops_every_operation_and_alerts(lab):
