@@ -137,3 +137,56 @@ def test_a_node_of_another_driver_has_no_ssh_page(client):
     offer = make_offer(units_total=2)
     signed_in(client, make_operator())
     assert client.get(f"/backoffice/nodes/{offer.nodes.get().name}/").status_code == 404
+
+
+def bearer(client, user):
+    from kernodeck.accounts import services as account_services
+
+    _token, raw = account_services.api_token_create(user=user, name="ops")
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {raw}"
+    return client
+
+
+def test_the_ops_api_shows_the_key_to_accept_and_accepts_it(client):
+    from tests.factories import api_post
+
+    node = ssh_node(host_key_offered=OFFERED)
+    bearer(client, make_operator())
+    listed = {n["name"]: n for n in client.get("/api/v1/ops/nodes").json()}[node.name]
+    assert (listed["host_key_fingerprint"], listed["host_key_offered"]) == ("", OFFERED)
+
+    wrong = api_post(client, f"/ops/nodes/{node.name}/host-key", {"offered": OFFERED[:-1]})
+    assert wrong.status_code == 409
+    assert wrong.json() == {"detail": "The node offers another host key now; look at it again."}
+    done = api_post(client, f"/ops/nodes/{node.name}/host-key", {"offered": OFFERED})
+    assert done.status_code == 200
+    assert (done.json()["host_key_fingerprint"], done.json()["host_key_offered"]) == (
+        fingerprint(OFFERED),
+        "",
+    )
+
+
+def test_the_ops_api_changes_ssh_settings_and_refuses_nonsense(client):
+    from tests.factories import api_post
+
+    node = ssh_node()
+    bearer(client, make_operator())
+    bad = api_post(
+        client, f"/ops/nodes/{node.name}/ssh", {"retention_hours": 10**9, "agent_dir": "/x"}
+    )
+    assert bad.status_code == 422
+    assert bad.json() == {
+        "detail": "retention_hours: Retention is a whole number of hours from 0 to 8760."
+    }
+    nul = api_post(client, f"/ops/nodes/{node.name}/ssh", {"recipes": {"python": "\x00"}})
+    assert nul.status_code == 422
+    node.refresh_from_db()
+    assert (node.retention_hours, node.recipes) == (0, {})
+
+    done = api_post(client, f"/ops/nodes/{node.name}/ssh", {"retention_hours": 12})
+    assert (done.status_code, done.json()["retention_hours"]) == (200, 12)
+    customer = bearer(client, make_user())
+    assert (
+        api_post(customer, f"/ops/nodes/{node.name}/ssh", {"retention_hours": 1}).status_code
+        == 403
+    )
