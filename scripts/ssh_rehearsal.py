@@ -126,7 +126,7 @@ def rehearse(lab):
         check=False,
     )
     say(f"login after the end: exit {again.returncode} {again.stderr.strip()}")
-    say(f"units available again: {capacity.units_available(offer=offer)}")
+    say(f"units available again: {capacity.units_free(offer=offer)}")
     clock.freeze(None)
 
 

@@ -243,7 +243,7 @@ def test_a_paid_order_is_delivered_used_over_ssh_extended_and_ended_with_no_oper
     assert lab.accounts() == []
     assert not [p for p in _uids_running() if p == uid]
     assert not Allocation.objects.filter(order=order, released_at__isnull=True).exists()
-    assert capacity.units_available(offer=offer) == 4
+    assert capacity.units_free(offer=offer) == 4
     assert all((host.device_root / "dev" / f"nvidia{i}").stat().st_gid == 0 for i in range(4))
     # Each driver step is kept for the desk, with the agent's words.
     steps = node_health.rental_steps(order)
@@ -381,7 +381,7 @@ def test_a_new_node_shows_its_fingerprint_until_accepted_and_a_lost_gpu_takes_it
     assert node.state_reason == (
         "GPU count mismatch: The node reports 3 GPUs; 4 slots are registered."
     )
-    assert capacity.units_available(offer=offer) == 0
+    assert capacity.units_free(offer=offer) == 0
 
 
 def test_two_rentals_on_one_node_never_see_each_others_gpus_or_files(lab):
