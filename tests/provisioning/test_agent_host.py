@@ -75,6 +75,7 @@ class AgentHost:
                     "prefix": self.prefix,
                     "tools_path": str(self.base / "tools"),
                     "kill_wait": 5,
+                    "service_wait": 3,
                 }
             )
         )
@@ -281,3 +282,67 @@ def test_amd_hosts_get_hip_and_rocr_variables_and_their_render_nodes():
         assert (render / "renderD128").stat().st_gid == 0
     finally:
         host.close()
+
+
+def test_the_default_python_preparation_makes_a_venv_owned_by_the_account_once(agent_host):
+    create(agent_host)
+    account = agent_host.account("KD-AAAA-BBBB")
+    request = {"reference": "KD-AAAA-BBBB", "preparation": "python"}
+
+    first = agent_host.run("prepare", request)
+    second = agent_host.run("prepare", request)
+
+    assert (first["status"], second["status"]) == ("done", "done")
+    venv_python = Path(pwd.getpwnam(account).pw_dir) / "workspace" / "venv" / "bin" / "python"
+    assert venv_python.exists()
+    assert venv_python.parent.stat().st_uid == pwd.getpwnam(account).pw_uid
+    log = agent_host.base / "state" / "logs" / f"{account}-python.log"
+    assert log.read_text().count(" python\n") == 1  # the second run did not run it again
+
+
+def test_a_failing_recipe_answers_its_last_line_and_a_silent_service_is_an_error(agent_host):
+    create(agent_host)
+    failed = agent_host.run(
+        "prepare",
+        {
+            "reference": "KD-AAAA-BBBB",
+            "preparation": "pytorch",
+            "recipe": (
+                "echo fetching wheels\necho 'no matching distribution for torch' >&2\nexit 3\n"
+            ),
+        },
+    )
+    assert failed["error"] == (
+        "the pytorch preparation failed (exit 3): no matching distribution for torch"
+    )
+    silent = agent_host.run(
+        "prepare",
+        {"reference": "KD-AAAA-BBBB", "preparation": "notebook", "recipe": "true"},
+    )
+    assert silent["ok"] is False
+    assert silent["error"].startswith("the notebook service did not answer on port ")
+    state = json.loads(
+        (
+            agent_host.base / "state" / "rentals" / f"{agent_host.account('KD-AAAA-BBBB')}.json"
+        ).read_text()
+    )
+    assert {k: v["status"] for k, v in state["prepared"].items()} == {
+        "pytorch": "failed",
+        "notebook": "failed",
+    }
+
+
+def test_a_recipe_runs_as_the_account_with_its_gpus_and_never_as_root(agent_host):
+    create(agent_host)
+    answer = agent_host.run(
+        "prepare",
+        {
+            "reference": "KD-AAAA-BBBB",
+            "preparation": "python",
+            "recipe": 'echo "$(id -un) $CUDA_VISIBLE_DEVICES $KD_WORKSPACE" > "$KD_WORKSPACE/who"',
+        },
+    )
+    assert answer["status"] == "done"
+    account = agent_host.account("KD-AAAA-BBBB")
+    home = Path(pwd.getpwnam(account).pw_dir)
+    assert (home / "workspace" / "who").read_text() == f"{account} 1,2 {home}/workspace\n"
