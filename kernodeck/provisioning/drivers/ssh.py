@@ -154,7 +154,7 @@ class NodeSession:
                 f"{exc.strerror or exc}",
             ) from None
         try:
-            transport = paramiko.Transport(sock)
+            transport = self.transport = paramiko.Transport(sock)
             transport.banner_timeout = timeout
             transport.auth_timeout = timeout
             if pinned:
@@ -166,7 +166,6 @@ class NodeSession:
                 if kind in types:
                     options.key_types = [kind] + [t for t in types if t != kind]
             transport.start_client(timeout=timeout)
-            self.transport = transport
             server_key = transport.get_remote_server_key()
             self.offered_key = f"{server_key.get_name()} {server_key.get_base64()}"
             if not pinned:
@@ -185,6 +184,7 @@ class NodeSession:
             raise
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self.close()
+            sock.close()
             raise _error(
                 self.node.name, f"SSH to the node {self.node.name} failed: {exc}"
             ) from None
