@@ -81,7 +81,8 @@ ALLOWED_HOSTS = env_list("KERNODECK_ALLOWED_HOSTS", "localhost,127.0.0.1" if DEB
 CSRF_TRUSTED_ORIGINS = env_list("KERNODECK_CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin with the back-office site (403 instead of a login loop, permissions).
+    "kernodeck.backoffice.sites.BackofficeAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.messages",
@@ -108,6 +109,7 @@ MIDDLEWARE = [
     # Answers /healthz and /readyz before host checks and the HTTPS redirect.
     "kernodeck.core.health.HealthMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -115,8 +117,18 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # NUL bytes and oversized bodies are refused here, before any view (core/inputs.py).
+    "kernodeck.core.middleware.InputGuardMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# Request bodies: forms and JSON beyond this size answer 413 (file uploads not counted).
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("KERNODECK_MAX_BODY_BYTES", 1024 * 1024))
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 200
+# The API's pages: at most 100 items, an offset that fits any database.
+NINJA_PAGINATION_CLASS = "kernodeck.core.pagination.BoundedLimitOffsetPagination"
+NINJA_PAGINATION_PER_PAGE = 50
+NINJA_PAGINATION_MAX_LIMIT = 100
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -335,6 +347,23 @@ if KERNODECK_HTTPS:
     SECURE_HSTS_SECONDS = int(os.environ.get("KERNODECK_HSTS_SECONDS", 60 * 60 * 24 * 365))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = env_bool("KERNODECK_HSTS_PRELOAD", default=True)
+
+# Content-Security-Policy (django-csp): scripts, styles and everything else from this site
+# only; no inline script or style, no eval. htmx is a static file and its config a <meta>.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 LOGGING = {
     "version": 1,

@@ -6,11 +6,6 @@ from kernodeck.api.api import api
 from kernodeck.ledger import views as ledger_views
 from kernodeck.payments import views as payments_views
 
-admin.site.site_header = "Kernodeck back-office"
-admin.site.site_title = "Kernodeck back-office"
-# Unknown back-office paths answer 404 instead of redirecting to the sign-in page.
-admin.site.final_catch_all_view = False
-
 urlpatterns = [
     path("", include("kernodeck.guides.urls")),
     path("", include("kernodeck.sizing.urls")),
@@ -38,5 +33,6 @@ urlpatterns = [
     path("api/v1/", api.urls),
 ]
 
+handler403 = "kernodeck.core.views.permission_denied"
 handler404 = "kernodeck.core.views.page_not_found"
 handler500 = "kernodeck.core.views.server_error"

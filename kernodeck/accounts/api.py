@@ -3,10 +3,11 @@
 from datetime import datetime
 
 from django.utils.translation import get_language
-from ninja import Router, Schema, Status
+from ninja import Field, Router, Schema, Status
 from ninja.security import HttpBearer
 
 from kernodeck.accounts import selectors, services
+from kernodeck.core.inputs import MAX_EMAIL_LENGTH
 from kernodeck.core.requests import client_ip
 
 
@@ -24,10 +25,12 @@ router = Router(tags=["auth"])
 
 
 class RegisterIn(Schema):
-    first_name: str
-    last_name: str
-    email: str
-    password: str
+    first_name: str = Field(min_length=1, max_length=150)
+    last_name: str = Field(min_length=1, max_length=150)
+    email: str = Field(max_length=MAX_EMAIL_LENGTH)
+    password: str = Field(
+        max_length=1024, description="15 to 128 characters; checked with the rule's words."
+    )
 
 
 class RegisterOut(Schema):
@@ -36,8 +39,8 @@ class RegisterOut(Schema):
 
 
 class TokenIn(Schema):
-    email: str
-    password: str
+    email: str = Field(max_length=1024)
+    password: str = Field(max_length=1024)
 
 
 class TokenOut(Schema):

@@ -1,3 +1,4 @@
+import idna
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
 from django.contrib.auth.models import PermissionsMixin
@@ -10,8 +11,19 @@ from kernodeck.core import clock
 
 
 def normalize_email(email: str) -> str:
-    """The one form an address is stored and compared in: trimmed and lower-case."""
-    return (email or "").strip().lower()
+    """The one form an address is stored and compared in: trimmed, lower-case, and the
+    domain in its ASCII (IDNA/punycode) form, so "ana@café.example" and
+    "ana@xn--caf-dma.example" are one account. A domain IDNA refuses is kept as typed
+    (lower-case), for the email validator to refuse."""
+    email = (email or "").strip().lower()
+    local, at, domain = email.rpartition("@")
+    if not at or not domain or domain.isascii():
+        return email
+    try:
+        domain = idna.encode(domain, uts46=True).decode("ascii")
+    except (idna.IDNAError, UnicodeError, ValueError):
+        return email
+    return f"{local}@{domain}"
 
 
 class UserManager(BaseUserManager):

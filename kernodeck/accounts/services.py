@@ -15,7 +15,8 @@ from kernodeck.accounts import throttle
 from kernodeck.accounts.models import ApiToken, Session, SshKey, User, normalize_email
 from kernodeck.accounts.ssh_keys import parse_public_key
 from kernodeck.core import clock
-from kernodeck.core.errors import Conflict, InvalidInput, NotFound
+from kernodeck.core.errors import Conflict, InvalidInput, NotFound, Throttled
+from kernodeck.core.inputs import MAX_EMAIL_LENGTH
 from kernodeck.core.services import audit_record
 
 TOKEN_PREFIX = "kd_"  # noqa: S105 - a marker, not a secret
@@ -43,8 +44,9 @@ def _check_names(first_name: str, last_name: str) -> tuple[str, str]:
         raise InvalidInput(_("Enter your first name."), field="first_name")
     if not last_name:
         raise InvalidInput(_("Enter your last name."), field="last_name")
-    if len(first_name) > 150 or len(last_name) > 150:
-        raise InvalidInput(_("Names are limited to 150 characters."), field="last_name")
+    for field, value in (("first_name", first_name), ("last_name", last_name)):
+        if len(value) > 150:
+            raise InvalidInput(_("Names are limited to 150 characters."), field=field)
     return first_name, last_name
 
 
@@ -61,15 +63,18 @@ def account_register(
 
     `language` (the one active while registering) becomes the language of its e-mails.
     """
-    throttle.check(
-        "register_ip",
-        ip_address,
-        message=_("Too many registrations from your network."),
+    # Counted before anything else, so concurrent registrations cannot slip past the limit.
+    throttle.attempt(
+        "register_ip", ip_address, message=_("Too many registrations from your network.")
     )
-    throttle.hit("register_ip", ip_address)
 
     first_name, last_name = _check_names(first_name, last_name)
     email = normalize_email(email)
+    if len(email) > MAX_EMAIL_LENGTH:
+        raise InvalidInput(
+            _("Email addresses are limited to %(n)d characters.") % {"n": MAX_EMAIL_LENGTH},
+            field="email",
+        )
     try:
         validate_email(email)
     except ValidationError:
@@ -105,19 +110,27 @@ def account_register(
 def account_authenticate(*, email: str, password: str, ip_address: str, request=None) -> User:
     """Check a sign-in. Failed attempts count per account and per address."""
     email = normalize_email(email)
-    throttle.check(
-        "signin_account",
-        email,
-        message=_("Too many failed sign-ins for this account."),
-    )
-    throttle.check(
+    # Every attempt is counted atomically before the password is hashed: with 40 requests
+    # in flight at once, only the first `limit` reach the hash. A success gives its
+    # attempts back (and clears the account's count), so only failures stay counted.
+    throttle.attempt(
         "signin_ip", ip_address, message=_("Too many failed sign-ins from your network.")
     )
+    try:
+        throttle.attempt(
+            "signin_account", email, message=_("Too many failed sign-ins for this account.")
+        )
+    except Throttled:
+        throttle.refund("signin_ip", ip_address)
+        raise
 
-    user = authenticate(request, email=email, password=password)
+    # An address no account can have fails like any wrong pair (no hash, no query).
+    user = (
+        authenticate(request, email=email, password=password)
+        if len(email) <= MAX_EMAIL_LENGTH
+        else None
+    )
     if user is None:
-        throttle.hit("signin_account", email)
-        throttle.hit("signin_ip", ip_address)
         known = User.objects.filter(email=normalize_email(email)).first()
         audit_record(
             action="account.signin_failed",
@@ -129,6 +142,7 @@ def account_authenticate(*, email: str, password: str, ip_address: str, request=
         raise InvalidInput(signin_failed_message())
 
     throttle.reset("signin_account", email)
+    throttle.refund("signin_ip", ip_address)
     audit_record(action="account.signed_in", target=user, actor=user, ip_address=ip_address)
     return user
 

@@ -8,6 +8,7 @@ session data at sign-in; this store copies them into columns when it saves.
 from django.contrib.sessions.backends.db import SessionStore as DBStore
 
 from kernodeck.core import clock
+from kernodeck.core.requests import valid_ip
 
 USER_AGENT_KEY = "_kd_user_agent"
 IP_KEY = "_kd_ip"
@@ -27,6 +28,6 @@ class SessionStore(DBStore):
         except (TypeError, ValueError):
             obj.user_id = None
         obj.user_agent = (data.get(USER_AGENT_KEY) or "")[:300]
-        obj.ip_address = data.get(IP_KEY) or None
+        obj.ip_address = valid_ip(data.get(IP_KEY))
         obj.last_seen = clock.now()
         return obj

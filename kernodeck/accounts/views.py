@@ -1,6 +1,7 @@
 from django.contrib import messages
 from django.contrib.auth import login, logout, update_session_auth_hash
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import translation
@@ -262,6 +263,12 @@ def ssh_key_remove(request, key_id: int):
 
 
 def backoffice_login(request):
-    """The admin's own login form would bypass throttling: send operators to ours."""
+    """The admin's own login form would bypass throttling: send operators to ours.
+
+    An account that is signed in already was refused by the back-office: a 403, not a
+    trip back to a sign-in page that would send it here again.
+    """
+    if request.user.is_authenticated:
+        raise PermissionDenied
     target = request.GET.get("next") or reverse("admin:index")
     return redirect(f"{reverse('accounts:signin')}?{urlencode({'next': target})}")

@@ -5,8 +5,9 @@ Every error answers {"detail": "<words a person understands>"} with a fitting st
 
 import logging
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
-from ninja import NinjaAPI
+from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from kernodeck.accounts.api import TokenAuth
@@ -14,6 +15,7 @@ from kernodeck.accounts.api import keys_router as ssh_keys_router
 from kernodeck.accounts.api import router as accounts_router
 from kernodeck.catalog.api import router as catalog_router
 from kernodeck.core.errors import InvalidInput, ServiceError, Throttled
+from kernodeck.core.middleware import too_large
 from kernodeck.ledger.api import router as ledger_router
 from kernodeck.orders.api import router as orders_router
 from kernodeck.payments.api import router as payments_router
@@ -22,7 +24,66 @@ from kernodeck.sizing.api import router as sizing_router
 
 logger = logging.getLogger(__name__)
 
-api = NinjaAPI(
+
+class ErrorOut(Schema):
+    detail: str
+
+
+# Error answers the document lists, and when each can happen (see docs/architecture.md).
+ERRORS = {
+    400: "Malformed request: a NUL byte in the address or a parameter.",
+    401: "No valid API token: send `Authorization: Bearer <token>`.",
+    403: "The token's account may not do this.",
+    404: "No such object on your account.",
+    409: "The object's state does not allow this now (e.g. already settled, not enough units).",
+    413: "The request body is over the size limit.",
+    422: "A field is not valid; `detail` starts with its name.",
+    429: "Too many attempts; wait for the `Retry-After` seconds.",
+    503: "A service this needs is unavailable (e.g. no fresh exchange rate).",
+}
+
+
+def _possible_errors(path: str, method: str, operation: dict) -> list[int]:
+    """The error statuses an operation can answer, from what it takes and does."""
+    codes = []
+    parameters = operation.get("parameters") or []
+    body = "requestBody" in operation
+    if parameters or body:
+        codes += [400, 422]
+    if operation.get("security"):
+        codes += [401, 403]
+    if "{" in path:
+        codes.append(404)
+    if method in {"post", "put", "patch", "delete"}:
+        codes += [409, 429, 503]
+    if body:
+        codes.append(413)
+    return sorted(set(codes))
+
+
+class KernodeckAPI(NinjaAPI):
+    """NinjaAPI whose document lists the error answers every operation can give."""
+
+    def get_openapi_schema(self, *, path_prefix=None, path_params=None):
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components["Error"] = ErrorOut.model_json_schema()
+        error_ref = {"$ref": "#/components/schemas/Error"}
+        for path, operations in schema["paths"].items():
+            for method, operation in operations.items():
+                responses = operation.setdefault("responses", {})
+                for code in _possible_errors(path, method, operation):
+                    responses.setdefault(
+                        code,
+                        {
+                            "description": ERRORS[code],
+                            "content": {"application/json": {"schema": error_ref}},
+                        },
+                    )
+        return schema
+
+
+api = KernodeckAPI(
     title="Kernodeck API",
     version="1",
     description=(
@@ -98,6 +159,11 @@ def on_http_error(request, exc):
 @api.exception_handler(Http404)
 def on_not_found(request, exc):
     return _detail(request, "Not found.", 404)
+
+
+@api.exception_handler(RequestDataTooBig)
+def on_too_big(request, exc):
+    return too_large(request)
 
 
 @api.exception_handler(Exception)

@@ -1,23 +1,31 @@
 """Operators' screens beyond the Django admin: the payment review queue, chain health."""
 
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
 from django.shortcuts import get_object_or_404, redirect, render
 
 from kernodeck.backoffice.forms import DecisionForm, RecordTransferForm, TransferResolveForm
+from kernodeck.backoffice.permissions import permission_required, require_permission
 from kernodeck.core.errors import ServiceError
 from kernodeck.core.forms import add_service_error
 from kernodeck.payments import review, review_selectors, selectors, uris
 from kernodeck.payments.models import PaymentIntent, Transfer
 
+REVIEW = "payments.review_payment"
 DECISIONS = {
     "settle": review.review_accept_and_settle,
     "credit": review.review_credit_balance,
     "refunded": review.review_mark_refunded,
 }
+# What each posted action needs on top of REVIEW; crediting mints balance.
+ACTION_PERMISSIONS = {
+    "decision:settle": (REVIEW,),
+    "decision:credit": (REVIEW, "ledger.adjust_balance"),
+    "decision:refunded": (REVIEW,),
+    "record": (REVIEW, "payments.record_transfer"),
+}
 
 
-@staff_member_required
+@permission_required(REVIEW)
 def review_queue(request):
     return render(
         request,
@@ -30,7 +38,7 @@ def review_queue(request):
     )
 
 
-@staff_member_required
+@permission_required(REVIEW)
 def intent_case(request, intent_id):
     intent = get_object_or_404(
         PaymentIntent.objects.select_related("method", "order", "owner", "topup"), pk=intent_id
@@ -42,7 +50,9 @@ def intent_case(request, intent_id):
     if request.method == "POST":
         try:
             if decision_form.is_bound and decision_form.is_valid():
-                decide = DECISIONS[decision_form.cleaned_data["action"]]
+                action = decision_form.cleaned_data["action"]
+                require_permission(request, *ACTION_PERMISSIONS[f"decision:{action}"])
+                decide = DECISIONS[action]
                 decide(
                     intent_id=intent.pk,
                     actor=request.user,
@@ -51,6 +61,7 @@ def intent_case(request, intent_id):
                 messages.success(request, "Decision recorded.")
                 return redirect("backoffice:intent_case", intent_id=intent.pk)
             if record_form.is_bound and record_form.is_valid():
+                require_permission(request, *ACTION_PERMISSIONS["record"])
                 review.review_record_transfer(
                     intent_id=intent.pk, actor=request.user, **record_form.cleaned_data
                 )
@@ -78,7 +89,7 @@ def intent_case(request, intent_id):
     )
 
 
-@staff_member_required
+@permission_required(REVIEW)
 def transfer_case(request, transfer_id):
     transfer = get_object_or_404(Transfer, pk=transfer_id)
     form = TransferResolveForm(request.POST or None)
@@ -96,3 +107,8 @@ def transfer_case(request, transfer_id):
             messages.success(request, "Transfer reviewed.")
             return redirect("backoffice:review_queue")
     return render(request, "backoffice/transfer_case.html", {"transfer": transfer, "form": form})
+
+
+# The posted actions of each case page and their permissions (read by the matrix test).
+intent_case.backoffice_actions = ACTION_PERMISSIONS
+transfer_case.backoffice_actions = {"resolve": (REVIEW,)}

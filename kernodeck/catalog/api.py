@@ -1,8 +1,10 @@
 """Catalog endpoints: offers and quotes. Public: no token needed."""
 
-from ninja import Router, Schema
+from ninja import Field, Router, Schema
+from pydantic import StrictInt
 
 from kernodeck.catalog import selectors
+from kernodeck.catalog.models import DURATIONS, MAX_UNITS, MIN_UNITS, Preparation
 from kernodeck.core.money import usd_str
 from kernodeck.orders import selectors as order_selectors
 
@@ -22,10 +24,21 @@ class OfferOut(Schema):
 
 
 class QuoteIn(Schema):
-    offer: str
-    days: int
-    units: int
-    preparation: str
+    """A configuration. Limits are documented here and checked by the quote itself, so the
+    API refuses with the very words the configurator shows (422 naming the field)."""
+
+    offer: str = Field(max_length=64, description="An offer's slug (GET /offers).")
+    days: StrictInt = Field(
+        description="Rental length in days.", json_schema_extra={"enum": list(DURATIONS)}
+    )
+    units: StrictInt = Field(
+        description="Rental units (one GPU each; two on B200 offers).",
+        json_schema_extra={"minimum": MIN_UNITS, "maximum": MAX_UNITS},
+    )
+    preparation: str = Field(
+        description="Starting environment; the offer lists those it offers.",
+        json_schema_extra={"enum": list(Preparation.values)},
+    )
 
 
 class QuoteOut(Schema):

@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 
 from kernodeck.catalog.models import DURATIONS, MAX_UNITS, MIN_UNITS
 from kernodeck.core.errors import InvalidInput
+from kernodeck.core.inputs import parse_int
 from kernodeck.core.money import usd
 
 
@@ -36,18 +37,6 @@ class Quote:
     preparation: str
     unit_price_usd: Decimal
     total_usd: Decimal
-
-
-def parse_int(value, *, field: str, message: str) -> int:
-    """Read a whole number from form or JSON input; refuse anything else with `message`."""
-    if isinstance(value, bool):
-        raise InvalidInput(message, field=field)
-    if isinstance(value, int):
-        return value
-    text = str(value if value is not None else "").strip()
-    if not text.lstrip("-").isdigit():
-        raise InvalidInput(message, field=field)
-    return int(text)
 
 
 def days_message() -> str:

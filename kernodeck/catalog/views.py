@@ -35,6 +35,15 @@ def _configuration(request, offer):
     return data
 
 
+def _status(form) -> int:
+    """422 when the visitor's input is refused (the field says why), else 200.
+
+    A configuration that is valid but cannot be served now (no free units) stays a 200:
+    the input is fine, the page explains the situation.
+    """
+    return 422 if getattr(form, "input_refused", False) else 200
+
+
 def _summary(offer, data):
     """The quote for the configurator's summary, and the form showing any refusal."""
     form = ConfigureForm(data, preparations=offer.preparations)
@@ -48,6 +57,7 @@ def _summary(offer, data):
     for error in errors:
         add_service_error(form, error)
     if errors:
+        form.input_refused = True
         return form, None
     try:
         quote = order_selectors.offer_quote(
@@ -82,6 +92,7 @@ def configure(request, slug):
             "form": form,
             "quote": quote,
         },
+        status=_status(form),
     )
 
 
@@ -90,4 +101,9 @@ def configure_summary(request, slug):
     offer = _offer_or_404(slug)
     data = _configuration(request, offer)
     form, quote = _summary(offer, data)
-    return render(request, "catalog/_summary.html", {"offer": offer, "form": form, "quote": quote})
+    return render(
+        request,
+        "catalog/_summary.html",
+        {"offer": offer, "form": form, "quote": quote},
+        status=_status(form),
+    )

@@ -1,5 +1,7 @@
 """Facts about the incoming HTTP request that several domains need."""
 
+import ipaddress
+
 
 def client_ip(request) -> str:
     """The client's address as the web server saw it.
@@ -9,3 +11,12 @@ def client_ip(request) -> str:
     ourselves, since a client can forge it to dodge throttling.
     """
     return request.META.get("REMOTE_ADDR") or "unknown"
+
+
+def valid_ip(value) -> str | None:
+    """`value` if it is an IP address, else None: address columns take no "unknown" (a
+    request through a Unix socket has no REMOTE_ADDR)."""
+    try:
+        return str(ipaddress.ip_address(value)) if value else None
+    except ValueError:
+        return None

@@ -2,6 +2,7 @@ from django.db import models
 
 from kernodeck.core import clock
 from kernodeck.core.models import AuditEvent
+from kernodeck.core.requests import valid_ip
 
 
 def audit_record(
@@ -31,5 +32,5 @@ def audit_record(
         before=before or {},
         after=after or {},
         data=data or {},
-        ip_address=ip_address,
+        ip_address=valid_ip(ip_address),
     )

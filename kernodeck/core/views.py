@@ -2,6 +2,12 @@ from django.http import JsonResponse
 from django.shortcuts import render
 
 
+def permission_denied(request, exception=None):
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "You do not have permission to do this."}, status=403)
+    return render(request, "errors/403.html", status=403)
+
+
 def page_not_found(request, exception=None):
     if request.path.startswith("/api/"):
         return JsonResponse({"detail": "Not found."}, status=404)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from kernodeck.accounts.models import User, normalize_email
+from kernodeck.backoffice.services import operators_group_ensure
 from kernodeck.catalog.services import offer_create_if_missing
 from kernodeck.core.services import audit_record
 from kernodeck.demo.catalog import demo_offers
@@ -45,6 +46,8 @@ def _demo_user(*, email, first_name, last_name, staff, known) -> DemoLogin:
     role = "operator" if staff else "customer"
     user = User.objects.filter(email=normalize_email(email)).first()
     if user is not None:
+        if staff:
+            user.groups.add(operators_group_ensure())
         return DemoLogin(role, email, known.get(email, "(set when it was created)"), False)
     password = "demo-" + secrets.token_urlsafe(15)
     with transaction.atomic():
@@ -54,8 +57,10 @@ def _demo_user(*, email, first_name, last_name, staff, known) -> DemoLogin:
             first_name=first_name,
             last_name=last_name,
             is_staff=staff,
-            is_superuser=staff,
         )
+        if staff:
+            # An operator, not a superuser: the "Operators" group's named permissions.
+            user.groups.add(operators_group_ensure())
         audit_record(action="account.registered", target=user, data={"demo": True})
     return DemoLogin(role, email, password, True)
 

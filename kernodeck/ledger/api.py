@@ -2,14 +2,16 @@
 
 from datetime import datetime
 
-from ninja import Router, Schema, Status
+from ninja import Field, Router, Schema, Status
 from pydantic import StrictBool
 
 from kernodeck.core.money import usd_str
 from kernodeck.ledger import selectors, services
+from kernodeck.ledger.models import TOPUP_AMOUNTS
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.api import OrderOut
 from kernodeck.payments.api import IntentOut, intent_out
+from kernodeck.payments.methods import METHODS
 
 router = Router(tags=["balance"])
 
@@ -20,8 +22,14 @@ class BalanceOut(Schema):
 
 
 class TopUpIn(Schema):
-    amount_usd: str
-    method: str
+    amount_usd: str = Field(
+        description="Exactly one of the top-up amounts, in USD.",
+        json_schema_extra={"enum": [str(amount) for amount in TOPUP_AMOUNTS]},
+    )
+    method: str = Field(
+        description="A payment method's code (GET /payment-methods).",
+        json_schema_extra={"enum": [spec.code for spec in METHODS]},
+    )
 
 
 class TopUpOut(Schema):

@@ -98,6 +98,7 @@ class LedgerEntry(models.Model):
     memo = models.CharField(max_length=300, blank=True)
 
     class Meta:
+        permissions = [("adjust_balance", "Can credit a customer's balance")]
         ordering = ["account", "-sequence"]
         verbose_name_plural = "ledger entries"
         constraints = [

@@ -1,13 +1,12 @@
 """The operators' outbox: every e-mail with its status, and a retry for failed ones."""
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from kernodeck.backoffice.permissions import permission_required
 from kernodeck.core.errors import ServiceError
 from kernodeck.notifications import selectors, services
 from kernodeck.notifications.models import OutboxStatus
@@ -15,14 +14,8 @@ from kernodeck.notifications.models import OutboxStatus
 MESSAGES_PER_PAGE = 50
 
 
-def _require(request, permission: str) -> None:
-    if not (request.user.is_staff and request.user.has_perm(permission)):
-        raise PermissionDenied
-
-
-@login_required
+@permission_required("notifications.view_outbox")
 def outbox(request):
-    _require(request, "notifications.view_outbox")
     status = request.GET.get("status", "")
     status = status if status in OutboxStatus.values else ""
     counts = selectors.outbox_counts()
@@ -41,10 +34,9 @@ def outbox(request):
     )
 
 
-@login_required
+@permission_required("notifications.retry_outbox")
 @require_POST
 def outbox_retry(request, message_id: int):
-    _require(request, "notifications.retry_outbox")
     try:
         services.outbox_retry(message_id=message_id, actor=request.user)
     except ServiceError as exc:

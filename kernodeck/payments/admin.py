@@ -66,8 +66,11 @@ class RateAdmin(admin.ModelAdmin):
     date_hierarchy = "fetched_at"
     form = ManualRateForm
 
+    def has_add_permission(self, request):
+        return request.user.has_perm("payments.set_rate")
+
     def has_change_permission(self, request, obj=None):
-        return obj is None
+        return obj is None and request.user.has_perm("payments.set_rate")
 
     def has_delete_permission(self, request, obj=None):
         return False

@@ -2,11 +2,12 @@
 
 from datetime import datetime
 
-from ninja import Router, Schema, Status
+from ninja import Field, Router, Schema, Status
 
 from kernodeck.core.money import usd_str
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.payments import selectors, services, uris
+from kernodeck.payments.methods import METHODS
 
 router = Router(tags=["payments"])
 
@@ -86,7 +87,10 @@ def intent_out(intent) -> dict:
 
 
 class PayIn(Schema):
-    method: str
+    method: str = Field(
+        description="A payment method's code (GET /payment-methods).",
+        json_schema_extra={"enum": [spec.code for spec in METHODS]},
+    )
 
 
 @router.get("/payment-methods", auth=None, response=list[MethodOut])

@@ -1,4 +1,5 @@
 import uuid
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
@@ -55,6 +56,7 @@ class Rate(models.Model):
     )
 
     class Meta:
+        permissions = [("set_rate", "Can enter a manual exchange rate")]
         ordering = ["-fetched_at", "-id"]
         indexes = [models.Index(fields=["asset", "-fetched_at"])]
         constraints = [
@@ -181,6 +183,11 @@ class PaymentIntent(models.Model):
     resolved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        # Back-office permissions (see docs/architecture.md, "Back-office permissions").
+        permissions = [
+            ("review_payment", "Can see and decide payment review cases"),
+            ("record_transfer", "Can record a transfer seen outside the watchers"),
+        ]
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["status", "monitor_until"])]
         constraints = [
@@ -236,6 +243,9 @@ class TransferKind(models.TextChoices):
 
 
 # Kinds an operator must look at (the review queue), besides intents in an exception.
+# The largest amount a Transfer holds (chains.base.AMOUNT_COLUMN_MAX, the adapters' bound).
+TRANSFER_AMOUNT_MAX = 10**39 - 1
+
 REVIEW_KINDS = {TransferKind.WRONG_ASSET, TransferKind.UNALLOCATED}
 
 
@@ -283,6 +293,12 @@ class Transfer(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(amount_base__gte=0), name="payments_transfer_amount"
+            ),
+            # What a page can show: SQLite keeps numbers past 2**63 as floats, and one that
+            # rounds to 41 digits can no longer be read into the Decimal(40, 0) field.
+            models.CheckConstraint(
+                condition=Q(amount_base__lte=Decimal(TRANSFER_AMOUNT_MAX)),
+                name="payments_transfer_amount_max",
             ),
         ]
 

@@ -5,6 +5,7 @@ audit event (on the intent, and on the order so the customer sees it in the time
 and ends automatic status changes for that intent (`resolution` is set).
 """
 
+import re
 from decimal import Decimal
 
 from django.db import transaction
@@ -21,7 +22,7 @@ from kernodeck.orders import services as order_services
 from kernodeck.orders.models import PaymentState
 from kernodeck.payments import locks, selectors, watching
 from kernodeck.payments.amounts import units_to_decimal
-from kernodeck.payments.chains.base import ObservedTransfer
+from kernodeck.payments.chains.base import ChainError, ObservedTransfer
 from kernodeck.payments.models import (
     EXCEPTION_STATUSES,
     IntentStatus,
@@ -32,6 +33,8 @@ from kernodeck.payments.models import (
     TransferKind,
 )
 
+# A transaction id typed by an operator: what every chain's explorer shows, nothing else.
+HAND_TXID = re.compile(r"[0-9A-Za-z]{1,100}")
 TOPUP_OVERPAY_CAP = 2  # an overpaid top-up credits at most twice its nominal amount
 
 
@@ -187,8 +190,11 @@ def review_record_transfer(*, intent_id, txid: str, amount: str, actor, reason: 
     """Record by hand a transfer a watcher cannot see; it then goes through reconciliation."""
     reason = _reason(reason)
     txid = (txid or "").strip()
-    if not txid or len(txid) > 100:
-        raise InvalidInput(_("Give the transaction id (hash)."), field="txid")
+    if not HAND_TXID.fullmatch(txid):
+        raise InvalidInput(
+            _("Give the transaction id: letters and digits, as the explorer shows it."),
+            field="txid",
+        )
     intent = PaymentIntent.objects.select_related("method").get(pk=intent_id)
     try:
         coins = Decimal(str(amount).strip())
@@ -203,18 +209,26 @@ def review_record_transfer(*, intent_id, txid: str, amount: str, actor, reason: 
         )
     if Transfer.objects.filter(network=intent.chain, txid=txid).exists():
         raise Conflict(_("This transaction is already recorded."), field="txid")
-    observed = ObservedTransfer(
-        network=intent.chain,
-        txid=txid,
-        index=0,
-        address=intent.address,
-        asset=intent.method.asset,
-        amount_base=int(base),
-        confirmations=intent.method.confirmations,
-        block_time=clock.now(),
-        final=True,
-        reference=intent.solana_reference,
-    )
+    try:
+        # The same checks as every chain answer: an amount no chain could carry is refused.
+        observed = ObservedTransfer(
+            network=intent.chain,
+            txid=txid,
+            index=0,
+            address=intent.address,
+            asset=intent.method.asset,
+            amount_base=int(base),
+            confirmations=intent.method.confirmations,
+            block_time=clock.now(),
+            final=True,
+            reference=intent.solana_reference,
+        )
+    except ChainError:
+        raise InvalidInput(
+            _("That amount of %(asset)s cannot have been received; check it.")
+            % {"asset": intent.method.asset},
+            field="amount",
+        ) from None
     with transaction.atomic():
         transfer = watching.transfer_record(observed, intent=intent, recorded_by=actor)
         audit_record(

@@ -17,6 +17,7 @@ def refresh_rates():
 
 @db_periodic_task(crontab(minute="*"))
 def expire_intents():
+    """Expire what nothing paid, even while no watcher runs."""
     watching.payment_intents_expire()
 
 
@@ -28,8 +29,8 @@ def watch_chains():
 
 @db_task()
 def watch_network(network: str):
-    """An early pass over one network (after "I have paid")."""
-    watching.watch_network(network)
+    """An early pass over one network (after "I have paid"); its failures stay in it."""
+    watching.watch_network_isolated(network)
 
 
 @db_periodic_task(crontab(minute="*"))

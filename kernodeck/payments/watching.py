@@ -19,7 +19,12 @@ from kernodeck.core.services import audit_record
 from kernodeck.orders import services as order_services
 from kernodeck.payments import locks, reconciliation
 from kernodeck.payments.chains.adapters import adapter_for, configured_networks
-from kernodeck.payments.chains.base import ChainError, ObservedTransfer, WatchTarget
+from kernodeck.payments.chains.base import (
+    ChainError,
+    ObservedTransfer,
+    WatchTarget,
+    scan_checked,
+)
 from kernodeck.payments.models import (
     ChainState,
     IntentStatus,
@@ -291,11 +296,12 @@ def watch_network(network: str) -> dict:
     # Even with nothing to watch, the scan reads the chain's tip: that is the health check.
     targets = watch_targets(network, intents)
     try:
-        result = adapter.scan(targets, cursor=_cursor(network))  # network I/O, no lock held
+        # Network I/O, no lock held; every value is checked before anything is stored.
+        result = scan_checked(adapter, targets, cursor=_cursor(network))
     except ChainError as exc:
         logger.warning("%s watcher failed: %s", network, exc)
         _health_record(network, error=str(exc))
-        return {"network": network, "error": str(exc)}
+        return {"network": network, "error": _short(str(exc))}
 
     by_address = {i.address: i for i in intents if network != "solana"}
     solana_intents = [i for i in intents if network == "solana"]
@@ -313,12 +319,14 @@ def watch_network(network: str) -> dict:
             network=network, addresses={t.address for t in targets}, seen_keys=seen_keys
         )
         touched |= {i.pk for i in intents}
-    _health_record(network, tip=result.tip, cursor=result.cursor)
     PaymentIntent.objects.filter(pk__in=[i.pk for i in intents]).update(rescan_requested_at=None)
     for intent_id in touched | {
         i.pk for i in intents if i.status in (IntentStatus.PENDING, IntentStatus.DETECTED)
     }:
         payment_intent_reconcile(intent_id=intent_id)
+    # Healthy (and the cursor moved on) only once everything seen was applied: a pass that
+    # fails half-way leaves the cursor where it was, and the next one repeats it harmlessly.
+    _health_record(network, tip=result.tip, cursor=result.cursor)
     return {"network": network, "watched": len(intents), "transfers": len(result.transfers)}
 
 
@@ -328,18 +336,54 @@ def _cursor(network: str):
 
 
 def payment_intents_expire() -> int:
-    """Reconcile pending instructions past their expiry: with nothing seen they expire."""
+    """Reconcile pending instructions past their expiry: with nothing seen they expire.
+
+    One instruction that cannot be reconciled (a bug, a stored value the code trips on) is
+    logged with its traceback and left for the next run; the others still expire."""
     due = PaymentIntent.objects.filter(
         status=IntentStatus.PENDING, expires_at__lte=clock.now()
     ).values_list("pk", flat=True)
     expired = 0
     for intent_id in list(due):
-        expired += payment_intent_reconcile(intent_id=intent_id).status == IntentStatus.EXPIRED
+        try:
+            intent = payment_intent_reconcile(intent_id=intent_id)
+        except Exception:
+            logger.exception("expiry of payment %s failed", intent_id)
+            continue
+        expired += intent.status == IntentStatus.EXPIRED
     return expired
 
 
+def watch_network_isolated(network: str) -> dict:
+    """watch_network, and whatever goes wrong stays in this network.
+
+    A ChainError is already recorded by watch_network. Anything else is not the API's
+    nonsense but something our code did not expect (a bug, a database refusal): it is
+    logged with its traceback and recorded as this network's last error, so operators see
+    it, and the network turns unhealthy if it keeps happening (no success is recorded)."""
+    try:
+        return watch_network(network)
+    except Exception as exc:
+        logger.exception("%s watcher failed unexpectedly", network)
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        try:
+            _health_record(network, error=message)
+        except Exception:
+            logger.exception("%s watcher: could not record its error", network)
+        return {"network": network, "error": _short(message)}
+
+
 def watch_all() -> list[dict]:
-    """One pass of every configured watcher, then expiry of what nothing paid."""
-    reports = [watch_network(network) for network in configured_networks()]
-    payment_intents_expire()
+    """One pass of every configured watcher, then expiry of what nothing paid. A network
+    that fails, however it fails, stops neither the next networks nor the expiry."""
+    reports = [watch_network_isolated(network) for network in configured_networks()]
+    try:
+        payment_intents_expire()
+    except Exception:
+        logger.exception("expiry of payment instructions failed")
     return reports
+
+
+def _short(text: str) -> str:
+    """An error for a one-line report: one line, bounded."""
+    return " ".join(text.split())[:300]

@@ -6,11 +6,11 @@ Every action is a POST with a confirmation box, and a reason where the move need
 """
 
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
-from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 
+from kernodeck.backoffice.permissions import permission_required
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error
@@ -29,13 +29,6 @@ from kernodeck.provisioning.forms import (
 
 OPERATE = "provisioning.operate_rentals"
 VIEW_ACCESS = "provisioning.view_access"
-
-
-def operator_required(permission=OPERATE):
-    def wrap(view):
-        return staff_member_required(permission_required(permission, raise_exception=True)(view))
-
-    return wrap
 
 
 # -- customer -----------------------------------------------------------------------------
@@ -67,7 +60,7 @@ def _rental_or_404(reference):
         raise Http404 from None
 
 
-@operator_required()
+@permission_required(OPERATE)
 def desk(request):
     state = request.GET.get("state", "")
     if state not in RentalState.values:
@@ -88,7 +81,7 @@ def desk(request):
     )
 
 
-@operator_required()
+@permission_required(OPERATE)
 def rental(request, reference):
     order = _rental_or_404(reference)
     return render(
@@ -161,7 +154,7 @@ ACTIONS = {
 }
 
 
-@operator_required()
+@permission_required(OPERATE)
 def rental_action(request, reference, action):
     if action not in ACTIONS:
         raise Http404
@@ -187,7 +180,7 @@ def rental_action(request, reference, action):
     )
 
 
-@operator_required()
+@permission_required(OPERATE)
 def rental_deliver(request, reference):
     order = _rental_or_404(reference)
     allocation = selectors.allocation_of(order)
@@ -219,7 +212,7 @@ def rental_deliver(request, reference):
     )
 
 
-@operator_required(VIEW_ACCESS)
+@permission_required(VIEW_ACCESS)
 def rental_access(request, reference):
     """The delivered access with its secret, for an operator allowed to see it (audited)."""
     order = _rental_or_404(reference)
@@ -235,7 +228,7 @@ def rental_access(request, reference):
 # -- the fleet ----------------------------------------------------------------------------
 
 
-@operator_required()
+@permission_required(OPERATE)
 def fleet(request):
     form = NodeForm(request.POST if request.method == "POST" else None)
     status = 200
@@ -259,7 +252,7 @@ def fleet(request):
     )
 
 
-@operator_required()
+@permission_required(OPERATE)
 def node_state(request, name):
     try:
         node = selectors.node_get(name=name)

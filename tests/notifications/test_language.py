@@ -80,7 +80,8 @@ def test_the_switch_ignores_a_language_we_do_not_offer(client, language):
 
     response = client.post(reverse("set_language"), {"language": language, "next": "/"})
 
-    assert response.status_code == 302
+    # A NUL byte is refused at the edge (core.middleware.InputGuardMiddleware) with 400.
+    assert response.status_code == (400 if "\x00" in language else 302)
     user.refresh_from_db()
     assert user.preferred_language == "en"
     assert not AuditEvent.objects.filter(action="account.language_changed").exists()

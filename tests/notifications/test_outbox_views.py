@@ -103,7 +103,7 @@ def test_the_outbox_is_paginated(client):
 
 @pytest.mark.parametrize(
     "query",
-    [{"status": "nonsense"}, {"page": "٣"}, {"page": "³"}, {"page": "-1"}, {"status": "a\x00"}],
+    [{"status": "nonsense"}, {"page": "٣"}, {"page": "³"}, {"page": "-1"}],
 )
 def test_nonsense_filters_show_a_page_not_an_error(client, query):
     message(1)
@@ -145,3 +145,13 @@ def test_retrying_what_cannot_be_retried_says_so_and_changes_nothing(client):
     pending.refresh_from_db()
     assert (pending.status, pending.attempts) == (OutboxStatus.PENDING, 0)
     assert client.get(reverse("notifications:outbox_retry", args=[pending.pk])).status_code == 405
+
+
+def test_a_nul_byte_in_a_filter_is_refused_at_the_edge(client):
+    """NUL bytes are refused for every URL by core.middleware.InputGuardMiddleware."""
+    client.force_login(operator("view_outbox"))
+
+    response = client.get(OUTBOX, {"status": "a\x00"})
+
+    assert response.status_code == 400
+    assert "status: contains a NUL byte" in response.content.decode()

@@ -2,6 +2,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
 
@@ -150,6 +151,36 @@ def test_record_a_transfer_by_hand_goes_through_reconciliation(configured, fresh
         )
 
 
+@pytest.mark.parametrize(
+    ("txid", "amount", "field"),
+    [
+        ("ab-cd", "1", "txid"),
+        ("ab cd", "1", "txid"),
+        ("ab\x00cd", "1", "txid"),
+        ("٣" * 64, "1", "txid"),
+        ("f" * 101, "1", "txid"),
+        ("", "1", "txid"),
+        ("f00d" * 16, "9" * 45, "amount"),
+        ("f00d" * 16, "1e60", "amount"),
+    ],
+)
+def test_a_transfer_recorded_by_hand_with_impossible_values_is_refused(
+    configured, fresh_rates, txid, amount, field
+):
+    operator = make_user(staff=True)
+    intent = usdt_order_intent()
+
+    with pytest.raises(InvalidInput) as refused:
+        review.review_record_transfer(
+            intent_id=intent.pk, txid=txid, amount=amount, actor=operator, reason="typed"
+        )
+
+    assert refused.value.field == field
+    assert Transfer.objects.count() == 0
+    intent.refresh_from_db()
+    assert intent.status == IntentStatus.PENDING
+
+
 def test_review_queue_is_for_staff_only_and_lists_cases(configured, fresh_rates):
     intent = usdt_order_intent()
     pay_topup(intent, amount_base=300_000_000)
@@ -168,10 +199,14 @@ def test_review_queue_is_for_staff_only_and_lists_cases(configured, fresh_rates)
     url = reverse("backoffice:review_queue")
     customer, staff = Client(), Client()
     customer.force_login(intent.owner)
-    staff.force_login(make_user(staff=True))
+    operator = make_user(staff=True)
+    operator.user_permissions.add(
+        Permission.objects.get(codename="review_payment", content_type__app_label="payments")
+    )
+    staff.force_login(operator)
 
     assert Client().get(url).status_code == 302
-    assert customer.get(url).status_code == 302
+    assert customer.get(url).status_code == 403
     page = staff.get(url).content.decode()
     assert intent.order.reference in page
     assert "9999999999" in page

@@ -12,13 +12,19 @@ down after a reorg: the adapter reports what the API shows now, the watcher reco
 import logging
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-from kernodeck.payments.chains.base import ChainError, ObservedTransfer, ScanResult, WatchTarget
+from kernodeck.payments.chains.base import (
+    ChainError,
+    ObservedTransfer,
+    ScanResult,
+    WatchTarget,
+    json_int,
+    unix_time,
+)
 from kernodeck.payments.chains.http import DEFAULT_TIMEOUT, get_json, get_text, new_client
 
 logger = logging.getLogger(__name__)
@@ -70,9 +76,10 @@ class EsploraAdapter:
             sleep=self.sleep,
             client=client,
         )
-        if not text.isascii() or not text.isdigit():
+        # A bounded length first: int() of thousands of digits is slow, then refused.
+        if not text.isascii() or not text.isdigit() or len(text) > 20:
             raise ChainError(f"{self.network}: tip height is not a number: {text[:40]!r}")
-        return int(text)
+        return json_int(int(text), f"{self.network}: tip height")
 
     def _history(self, client: httpx.Client, address: str) -> list[dict]:
         """The address's transactions: mempool ones and all confirmed ones, page by page."""
@@ -97,10 +104,11 @@ class EsploraAdapter:
     def _credits(self, tx: dict, address: str, tip: int) -> list[ObservedTransfer]:
         status = _status(tx)
         confirmed = status.get("confirmed") is True
-        height = _optional_int(status.get("block_height")) if confirmed else None
-        block_time = _optional_int(status.get("block_time")) if confirmed else None
-        if confirmed and height is None:
-            raise ChainError(f"{self.network}: confirmed transaction without block_height")
+        height = block_time = None
+        if confirmed:
+            height = json_int(status.get("block_height"), f"{self.network}: block_height")
+            if status.get("block_time") is not None:
+                block_time = unix_time(status["block_time"], f"{self.network}: block_time")
         # A block found between the tip request and this one would give 0: it is in a block.
         confirmations = max(tip - height + 1, 1) if height is not None else 0
         vout = tx.get("vout")
@@ -125,11 +133,7 @@ class EsploraAdapter:
                     amount_base=value,
                     confirmations=confirmations,
                     block_height=height,
-                    block_time=(
-                        datetime.fromtimestamp(block_time, tz=UTC)
-                        if block_time is not None
-                        else None
-                    ),
+                    block_time=block_time,
                 )
             )
         return credits

@@ -26,12 +26,21 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import httpx
 
-from kernodeck.payments.chains.base import ChainError, ObservedTransfer, ScanResult, WatchTarget
+from kernodeck.payments.chains.base import (
+    AMOUNT_COLUMN_MAX,
+    MAX_AMOUNT_BASE,
+    MAX_HEIGHT,
+    ChainError,
+    ObservedTransfer,
+    ScanResult,
+    WatchTarget,
+    unix_time,
+)
 from kernodeck.payments.chains.http import DEFAULT_TIMEOUT, new_client, post_json, rpc_call
 
 logger = logging.getLogger(__name__)
@@ -188,7 +197,7 @@ class _Scan:
         self.ours = ours  # lower-case address -> the address as the target spelled it
         self.tip = tip
         self.finalized = finalized
-        self.block_times: dict[int, int] = {}
+        self.block_times: dict[int, datetime] = {}
         self.transfers: dict[tuple[str, int], ObservedTransfer] = {}
 
     def ether_block(self, number: int) -> None:
@@ -196,7 +205,7 @@ class _Scan:
         if not isinstance(block, dict):
             # Null below the head the node itself reported: a load-balanced node behind it.
             raise ChainError(f"block {number} is missing on the node (head {self.tip})")
-        self.block_times[number] = _quantity(block.get("timestamp"), f"block {number} timestamp")
+        self.block_times[number] = _time(block.get("timestamp"), f"block {number} timestamp")
         transactions = block.get("transactions")
         if not isinstance(transactions, list):
             raise ChainError(f"block {number} has no transaction list")
@@ -207,7 +216,7 @@ class _Scan:
             address = self.ours.get(to.lower()) if isinstance(to, str) else None
             if address is None:
                 continue
-            value = _quantity(tx.get("value"), "transaction value")
+            value = _quantity(tx.get("value"), "transaction value", high=MAX_AMOUNT_BASE["ETH"])
             if value > 0:
                 self._ether_transfer(tx, block, number, address, value)
 
@@ -257,18 +266,23 @@ class _Scan:
         number = _quantity(log.get("blockNumber"), f"block number of a log of {txid}")
         index = _quantity(log.get("logIndex"), f"log index of a log of {txid}")
         if log.get("blockTimestamp") is not None:
-            block_time = _quantity(log["blockTimestamp"], f"block time of a log of {txid}")
+            block_time = _time(log["blockTimestamp"], f"block time of a log of {txid}")
         else:
             block_time = self._block_time(number)
         asset = self.adapter.assets.get(contract.lower(), "TOKEN")
+        if asset == "TOKEN" and amount > AMOUNT_COLUMN_MAX:
+            # Anyone can emit such an event from their own contract: spam, never credited,
+            # and it must not stop this network's scans. Skipped, not stored.
+            logger.warning("ethereum: skipped an absurd amount of token %s in %s", contract, txid)
+            return
         self._add(txid, index, address, asset, amount, number, block_time, contract, False)
 
-    def _block_time(self, number: int) -> int:
+    def _block_time(self, number: int) -> datetime:
         if number not in self.block_times:
             header = self.adapter._call(self.client, "eth_getBlockByNumber", [hex(number), False])
             if not isinstance(header, dict):
                 raise ChainError(f"block {number} is missing on the node (head {self.tip})")
-            self.block_times[number] = _quantity(header.get("timestamp"), f"block {number} time")
+            self.block_times[number] = _time(header.get("timestamp"), f"block {number} time")
         return self.block_times[number]
 
     def _add(
@@ -279,7 +293,7 @@ class _Scan:
         asset: str,
         amount: int,
         number: int,
-        block_time: int,
+        block_time: datetime,
         contract: str | None,
         failed: bool,
     ) -> None:
@@ -292,7 +306,7 @@ class _Scan:
             amount_base=amount,
             confirmations=max(self.tip - number + 1, 1),
             block_height=number,
-            block_time=datetime.fromtimestamp(block_time, tz=UTC),
+            block_time=block_time,
             token_contract=contract,
             failed=failed,
             final=self.finalized is not None and number <= self.finalized,
@@ -318,14 +332,23 @@ def _address_topic(address: str) -> str:
     return "0x" + address[2:].lower().rjust(64, "0")
 
 
-def _quantity(value: Any, what: str) -> int:
-    """A JSON-RPC QUANTITY ("0x1b4") as an int."""
-    if not isinstance(value, str) or not value.startswith("0x"):
-        raise ChainError(f"{what} is not a hex quantity: {value!r}")
-    try:
-        return int(value, 16)
-    except ValueError:
-        raise ChainError(f"{what} is not a hex quantity: {value!r}") from None
+_HEX_QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,64}")
+
+
+def _quantity(value: Any, what: str, *, high: int = MAX_HEIGHT) -> int:
+    """A JSON-RPC QUANTITY ("0x1b4") as an int in [0, high] (block numbers by default)."""
+    if not isinstance(value, str) or not _HEX_QUANTITY.fullmatch(value):
+        shown = value[:80] if isinstance(value, str) else type(value).__name__
+        raise ChainError(f"{what} is not a hex quantity: {shown!r}")
+    number = int(value, 16)
+    if number > high:
+        raise ChainError(f"{what} is out of range: {value[:80]}")
+    return number
+
+
+def _time(value: Any, what: str) -> datetime:
+    """A block timestamp QUANTITY as an aware datetime inside the plausible window."""
+    return unix_time(_quantity(value, what, high=2**63), what)
 
 
 def _uint256(data: str) -> int | None:

@@ -13,6 +13,9 @@ BACKOFF seconds, doubled each time, or after the server's Retry-After when it as
 MAX_RETRY_AFTER seconds (a longer wait fails at once: the watcher's next run is the retry).
 Other 4xx answers and JSON-RPC caller errors (-32700, -32600, -32601, -32602) fail at once.
 Numbers with a fraction or exponent parse as Decimal, never float; integers stay int.
+An answer larger than MAX_BODY_BYTES (after decompression) or nested deeper than MAX_DEPTH
+is refused as a ChainError at once: no chain API answers that, and neither may exhaust the
+watcher's memory or stack.
 `timeout` bounds connecting and each read. Pass `client` (from new_client()) to reuse
 connections across the calls of one scan; without it each call opens and closes its own.
 Error messages name the host only: RPC URLs often carry an API key in the path or query.
@@ -32,6 +35,8 @@ ATTEMPTS = 3
 BACKOFF = 0.5  # seconds before the second attempt; doubled before each later one
 MAX_RETRY_AFTER = 10.0  # seconds: a Retry-After up to this is waited for, a longer one fails
 USER_AGENT = "Kernodeck chain watcher"
+MAX_BODY_BYTES = 16 * 1024 * 1024  # a full Ethereum block with its transactions is ~1-2 MiB
+MAX_DEPTH = 32  # arrays/objects inside each other; real answers nest fewer than 10 deep
 DEFAULT_TIMEOUT = 10.0
 
 # JSON-RPC codes that mean the request itself is wrong: asking again cannot help.
@@ -190,9 +195,9 @@ def _send(
 ) -> httpx.Response:
     try:
         if client is not None:
-            return client.request(method, url, timeout=httpx.Timeout(timeout), **request)
+            return _read_bounded(client, method, url, request, timeout)
         with new_client() as own:
-            return own.request(method, url, timeout=httpx.Timeout(timeout), **request)
+            return _read_bounded(own, method, url, request, timeout)
     except httpx.TimeoutException as error:
         raise _Transient(f"timed out after {timeout} s ({type(error).__name__})") from error
     except httpx.UnsupportedProtocol as error:
@@ -201,6 +206,30 @@ def _send(
         raise _Transient(f"request failed: {error or type(error).__name__}") from error
     except httpx.InvalidURL as error:
         raise ChainError("the configured API URL is not a valid URL") from error
+
+
+def _read_bounded(
+    client: httpx.Client, method: str, url: str, request: dict, timeout: float
+) -> httpx.Response:
+    """Send and read the (decoded) body, stopping past MAX_BODY_BYTES: a huge or
+    decompression-bomb answer costs at most that much memory."""
+    sent = client.build_request(method, url, timeout=httpx.Timeout(timeout), **request)
+    response = client.send(sent, stream=True)
+    try:
+        body = bytearray()
+        for chunk in response.iter_bytes():
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                raise ChainError(f"answer is larger than {MAX_BODY_BYTES} bytes")
+    finally:
+        response.close()
+    # The body is already decoded: the copy must not announce an encoding or a length.
+    headers = [
+        (name, value)
+        for name, value in response.headers.multi_items()
+        if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(response.status_code, headers=headers, content=bytes(body), request=sent)
 
 
 def _check_status(response: httpx.Response) -> None:
@@ -233,9 +262,29 @@ def _snippet(response: httpx.Response) -> str:
 
 def _parse_json(response: httpx.Response) -> Any:
     try:
-        return json.loads(response.text, parse_float=Decimal, parse_constant=_refuse_constant)
+        body = json.loads(response.text, parse_float=Decimal, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ChainError(f"answer is nested more than {MAX_DEPTH} levels deep") from None
     except ValueError as error:
         raise _Transient("answer is not valid JSON") from error
+    _check_depth(body)
+    return body
+
+
+def _check_depth(body: Any) -> None:
+    """Refuse JSON nested deeper than MAX_DEPTH, walking it without recursion."""
+    level = [body]
+    for _depth in range(MAX_DEPTH):
+        inner = []
+        for value in level:
+            if isinstance(value, dict):
+                inner.extend(value.values())
+            elif isinstance(value, list):
+                inner.extend(value)
+        if not inner:
+            return
+        level = inner
+    raise ChainError(f"answer is nested more than {MAX_DEPTH} levels deep")
 
 
 def _refuse_constant(name: str) -> None:

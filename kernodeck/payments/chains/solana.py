@@ -17,17 +17,24 @@ reported with failed=True and never credited.
 import logging
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
-from kernodeck.payments.chains.base import ChainError, ObservedTransfer, ScanResult, WatchTarget
+from kernodeck.payments.chains.base import (
+    ChainError,
+    ObservedTransfer,
+    ScanResult,
+    WatchTarget,
+    json_int,
+    unix_time,
+)
 from kernodeck.payments.chains.http import DEFAULT_TIMEOUT, new_client, rpc_call
 
 logger = logging.getLogger(__name__)
 
 COMMITMENT = "confirmed"
+MAX_LAMPORTS = 2**64 - 1  # balances are u64 on chain
 SIGNATURES_LIMIT = 100  # newest signatures per watched key; a reference sees one or two
 
 
@@ -111,22 +118,27 @@ def _account_keys(result: dict, meta: dict, signature: str) -> list[str]:
         raise ChainError(f"solana: {signature} has no accountKeys")
     loaded = meta.get("loadedAddresses")
     loaded = loaded if isinstance(loaded, dict) else {}
-    keys = [*keys, *loaded.get("writable", []), *loaded.get("readonly", [])]
+    writable, readonly = loaded.get("writable", []), loaded.get("readonly", [])
+    if not isinstance(writable, list) or not isinstance(readonly, list):
+        raise ChainError(f"solana: {signature} has loadedAddresses that are not lists")
+    keys = [*keys, *writable, *readonly]
     # jsonParsed answers give {"pubkey": ...} objects; json answers give plain strings.
-    return [key.get("pubkey") if isinstance(key, dict) else key for key in keys]
+    keys = [key.get("pubkey") if isinstance(key, dict) else key for key in keys]
+    if not all(isinstance(key, str) for key in keys):
+        raise ChainError(f"solana: {signature} has an account key that is not text")
+    return keys
 
 
 def _balances(meta: dict, name: str, signature: str) -> list[int]:
     values = meta.get(name)
     if not isinstance(values, list):
         raise ChainError(f"solana: {signature} has no {name}")
-    return [_int(value, name) for value in values]
+    return [json_int(value, f"solana: {name}", high=MAX_LAMPORTS) for value in values]
 
 
 def _int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ChainError(f"solana: {what} is not an integer: {value!r}")
-    return value
+    """A slot (or other height-like number) from the answer, checked like every height."""
+    return json_int(value, f"solana: {what}")
 
 
 def _credit(
@@ -165,9 +177,7 @@ def _credit(
         confirmations=max(tip - slot + 1, 0),
         block_height=slot,
         block_time=(
-            datetime.fromtimestamp(_int(block_time, "blockTime"), tz=UTC)
-            if block_time is not None
-            else None
+            unix_time(block_time, "solana: blockTime") if block_time is not None else None
         ),
         failed=meta.get("err") is not None,
         final=entry.get("confirmationStatus") == "finalized",

@@ -24,14 +24,22 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 from bip_utils import Base58ChecksumError, Base58Decoder, Base58Encoder
 
-from kernodeck.payments.chains.base import ChainError, ObservedTransfer, ScanResult, WatchTarget
+from kernodeck.payments.chains.base import (
+    AMOUNT_COLUMN_MAX,
+    ChainError,
+    ObservedTransfer,
+    ScanResult,
+    WatchTarget,
+    json_int,
+    unix_time,
+)
 from kernodeck.payments.chains.http import DEFAULT_TIMEOUT, get_json, new_client, post_json
 
 logger = logging.getLogger(__name__)
@@ -42,8 +50,10 @@ MAX_PAGES = 5  # pages read per list and address, newest first
 # keccak256("Transfer(address,address,uint256)"), as TRON writes topics: without 0x.
 TRANSFER_TOPIC = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
 
+_TOKEN_ID = re.compile(r"[0-9A-Za-z]{1,64}")  # a TRC-10 token id ("1002000")
 _HEX_ADDRESS = re.compile(r"41[0-9a-f]{40}")
-_DIGITS = re.compile(r"[0-9]+")
+_DIGITS = re.compile(r"[0-9]{1,78}")  # a uint256 has at most 78 decimal digits
+_FINGERPRINT_MAX = 512  # TronGrid's paging token: a short base64-like string
 
 
 def to_hex_address(address: str) -> str:
@@ -128,9 +138,7 @@ class TronAdapter:
         header = body.get("block_header")
         raw = header.get("raw_data") if isinstance(header, dict) else None
         number = raw.get("number") if isinstance(raw, dict) else None
-        if not _is_int(number):
-            raise ChainError(f"{path}: answer has no block number")
-        return number
+        return json_int(number, f"tron: {path} block number")
 
     def _pages(self, client: httpx.Client, path: str) -> Iterator[dict]:
         """The items of a v1 list, page after page."""
@@ -154,7 +162,9 @@ class TronAdapter:
             fingerprint = meta.get("fingerprint") if isinstance(meta, dict) else None
             if not fingerprint:
                 return
-            params = {**params, "fingerprint": str(fingerprint)}
+            if not isinstance(fingerprint, str) or len(fingerprint) > _FINGERPRINT_MAX:
+                raise ChainError(f"{path}: the paging fingerprint is not a short text")
+            params = {**params, "fingerprint": fingerprint}
         logger.warning(
             "tron: stopped reading %s after %d pages; older items unread", path, MAX_PAGES
         )
@@ -195,17 +205,25 @@ class _Scan:
             return
         asset, contract = "TRX", None
         if kind == "TransferAssetContract":
-            asset, contract = "TOKEN", str(value.get("asset_name"))
+            asset, contract = "TOKEN", value.get("asset_name")
+            if not isinstance(contract, str) or not _TOKEN_ID.fullmatch(contract):
+                # Anyone can send a TRC-10 token: one we cannot name is spam, never credited,
+                # and must not stop this network's scans. Skipped, not stored.
+                logger.warning("tron: skipped a TRC-10 transfer with an odd asset in %s", txid)
+                return
         ret = item.get("ret")
-        result = ret[0].get("contractRet") if isinstance(ret, list) and ret else None
+        first = ret[0] if isinstance(ret, list) and ret else None
+        result = first.get("contractRet") if isinstance(first, dict) else None
         height = item.get("blockNumber")
+        if height is not None:
+            height = json_int(height, f"tron: blockNumber of {txid}")
         self._add(
             txid,
             0,
             address,
             asset,
             amount,
-            height if _is_int(height) else None,
+            height,
             item.get("block_timestamp"),
             contract,
             failed=result != "SUCCESS",
@@ -223,15 +241,13 @@ class _Scan:
             by_tx.setdefault(txid, []).append(item)
         for txid, transfers in by_tx.items():
             listed = [(item, *_token_and_amount(item)) for item in transfers]
-            listed = [entry for entry in listed if entry[2] > 0]
+            listed = [entry for entry in listed if entry[2] > 0 and self._credible(*entry)]
             if not listed:
                 continue
             info = self._info(txid)
             if not info:
                 continue  # not on the node yet: a later scan indexes it from its logs
-            height = info.get("blockNumber")
-            if not _is_int(height):
-                raise ChainError(f"transaction info of {txid} has no blockNumber")
+            height = json_int(info.get("blockNumber"), f"tron: blockNumber of {txid}")
             receipt = info.get("receipt")
             result = receipt.get("result") if isinstance(receipt, dict) else None
             events = _transfer_events(info)
@@ -256,6 +272,15 @@ class _Scan:
                     contract,
                     failed=result != "SUCCESS",
                 )
+
+    def _credible(self, item: dict, contract: str, amount: int) -> bool:
+        """False for an unknown token's amount beyond the column: anyone can emit such a
+        transfer from their own contract (spam, never credited); it is skipped, not stored,
+        so that it cannot stop this network's scans."""
+        if contract == self.adapter.usdt_contract or amount <= AMOUNT_COLUMN_MAX:
+            return True
+        logger.warning("tron: skipped an absurd amount of token %s", contract[:64])
+        return False
 
     def _info(self, txid: str) -> dict:
         if txid not in self.infos:
@@ -325,10 +350,11 @@ def _transfer_events(info: dict) -> dict[int, tuple[str, str, int]]:
 
 
 def _from_ms(value: Any) -> datetime | None:
-    """Milliseconds since the epoch as an aware UTC datetime, without a float on the way."""
-    if not _is_int(value):
+    """Milliseconds since the epoch as an aware UTC datetime (None when not given), checked
+    like every block time, without a float on the way."""
+    if value is None:
         return None
-    return datetime.fromtimestamp(value // 1000, tz=UTC) + timedelta(milliseconds=value % 1000)
+    return unix_time(value, "tron: block timestamp", milliseconds=True)
 
 
 def _is_int(value: Any) -> bool:

@@ -14,6 +14,9 @@ OTHER = "bc1q3jlulk7pw9p5tjqcrwdec9a6vdaw9pqhw0wg4g"
 TIP = "/api/blocks/tip/height"
 
 
+EPOCH = 1_700_000_000  # 2023-11-14: `at` in tx() counts seconds from here (a real block time)
+
+
 def txs_path(address: str) -> str:
     return f"/api/address/{address}/txs"
 
@@ -46,7 +49,7 @@ def tx(
         vout.append(output)
     status = {"confirmed": False}
     if height is not None:
-        status = {**base["status"], "block_height": height, "block_time": at}
+        status = {**base["status"], "block_height": height, "block_time": EPOCH + at}
     return {**base, "txid": txid, "vout": vout, "status": status}
 
 
@@ -243,7 +246,7 @@ def test_confirmations_go_down_when_the_block_is_reorged_out(loopback, sleeps):
 
     assert [(t.confirmations, t.block_height) for t in before.transfers] == [(3, 798)]
     assert [(t.confirmations, t.block_height) for t in after.transfers] == [(1, 800)]
-    assert after.transfers[0].block_time == datetime.fromtimestamp(9, tz=UTC)
+    assert after.transfers[0].block_time == datetime.fromtimestamp(EPOCH + 9, tz=UTC)
 
 
 def test_a_block_newer_than_the_tip_counts_one_confirmation(loopback, sleeps):

@@ -3,6 +3,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from kernodeck.core import clock
 from kernodeck.payments.chains.base import ChainError, ObservedTransfer, WatchTarget
 from kernodeck.payments.chains.ethereum import TRANSFER_TOPIC, EthereumAdapter
 from tests.loopback import Reply, sample
@@ -208,6 +209,7 @@ def test_reads_the_recorded_erc20_log_sample(loopback, sleeps, node):
     ours = "0x" + recorded["topics"][2][-40:]
     node.tip = 0xE20360 + 2
     node.logs.append(recorded)
+    clock.freeze(block_time(node.tip))  # the fake node dates this block in 2031
 
     [transfer] = adapter(loopback, sleeps).scan([WatchTarget(ours)], cursor=0xE20360).transfers
 

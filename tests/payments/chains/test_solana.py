@@ -89,8 +89,20 @@ def adapter(loopback, sleeps, **kwargs) -> SolanaAdapter:
 def test_finds_a_reference_payment_with_its_lamports_and_reference(loopback, sleeps):
     node = FakeNode(
         slot=1010,
-        signatures={REFERENCE: [signature_entry("sig-a", 1000, status="finalized")]},
-        transactions={"sig-a": payment(1_500_000_001, 1000, at=1_767_225_600)},
+        signatures={
+            REFERENCE: [
+                signature_entry(
+                    "siga111111111111111111111111111111111111111111111111111111111111",
+                    1000,
+                    status="finalized",
+                )
+            ]
+        },
+        transactions={
+            "siga111111111111111111111111111111111111111111111111111111111111": payment(
+                1_500_000_001, 1000, at=1_767_225_600
+            )
+        },
     )
     loopback.route("POST", "/", handler=node)
 
@@ -101,7 +113,7 @@ def test_finds_a_reference_payment_with_its_lamports_and_reference(loopback, sle
     assert result.transfers == [
         ObservedTransfer(
             network="solana",
-            txid="sig-a",
+            txid="siga111111111111111111111111111111111111111111111111111111111111",
             index=0,
             address=RECIPIENT,
             asset="SOL",
@@ -116,7 +128,10 @@ def test_finds_a_reference_payment_with_its_lamports_and_reference(loopback, sle
     assert node.calls == [
         ("getSlot", [{"commitment": "confirmed"}]),
         ("getSignaturesForAddress", [REFERENCE, {"limit": 100, "commitment": "confirmed"}]),
-        ("getTransaction", ["sig-a", TX_OPTIONS]),
+        (
+            "getTransaction",
+            ["siga111111111111111111111111111111111111111111111111111111111111", TX_OPTIONS],
+        ),
     ]
     assert {r.headers["content-type"] for r in loopback.requests} == {"application/json"}
 
@@ -124,8 +139,18 @@ def test_finds_a_reference_payment_with_its_lamports_and_reference(loopback, sle
 def test_a_confirmed_not_finalized_payment_is_not_final(loopback, sleeps):
     node = FakeNode(
         slot=1000,
-        signatures={REFERENCE: [signature_entry("sig-a", 1000, status="confirmed")]},
-        transactions={"sig-a": payment(7, 1000)},
+        signatures={
+            REFERENCE: [
+                signature_entry(
+                    "siga111111111111111111111111111111111111111111111111111111111111",
+                    1000,
+                    status="confirmed",
+                )
+            ]
+        },
+        transactions={
+            "siga111111111111111111111111111111111111111111111111111111111111": payment(7, 1000)
+        },
     )
     loopback.route("POST", "/", handler=node)
 
@@ -137,15 +162,25 @@ def test_a_confirmed_not_finalized_payment_is_not_final(loopback, sleeps):
 def test_a_transfer_without_reference_is_found_on_the_recipient(loopback, sleeps):
     node = FakeNode(
         slot=2000,
-        signatures={RECIPIENT: [signature_entry("sig-plain", 1990)]},
-        transactions={"sig-plain": payment(250_000_123, 1990, reference=None)},
+        signatures={
+            RECIPIENT: [
+                signature_entry(
+                    "sigpLain11111111111111111111111111111111111111111111111111111111", 1990
+                )
+            ]
+        },
+        transactions={
+            "sigpLain11111111111111111111111111111111111111111111111111111111": payment(
+                250_000_123, 1990, reference=None
+            )
+        },
     )
     loopback.route("POST", "/", handler=node)
 
     [transfer] = adapter(loopback, sleeps).scan([WatchTarget(RECIPIENT)]).transfers
 
     assert (transfer.txid, transfer.amount_base, transfer.reference) == (
-        "sig-plain",
+        "sigpLain11111111111111111111111111111111111111111111111111111111",
         250_000_123,
         None,
     )
@@ -156,11 +191,15 @@ def test_a_transfer_without_reference_is_found_on_the_recipient(loopback, sleeps
 
 
 def test_a_payment_seen_by_reference_and_on_the_recipient_is_one_transfer(loopback, sleeps):
-    entry = signature_entry("sig-a", 500)
+    entry = signature_entry(
+        "siga111111111111111111111111111111111111111111111111111111111111", 500
+    )
     node = FakeNode(
         slot=500,
         signatures={REFERENCE: [entry], RECIPIENT: [entry]},
-        transactions={"sig-a": payment(42, 500)},
+        transactions={
+            "siga111111111111111111111111111111111111111111111111111111111111": payment(42, 500)
+        },
     )
     loopback.route("POST", "/", handler=node)
 
@@ -169,7 +208,7 @@ def test_a_payment_seen_by_reference_and_on_the_recipient_is_one_transfer(loopba
     )
 
     assert [(t.txid, t.reference, t.amount_base) for t in result.transfers] == [
-        ("sig-a", REFERENCE, 42)
+        ("siga111111111111111111111111111111111111111111111111111111111111", REFERENCE, 42)
     ]
     assert [method for method, _ in node.calls].count("getTransaction") == 1
 
@@ -177,8 +216,18 @@ def test_a_payment_seen_by_reference_and_on_the_recipient_is_one_transfer(loopba
 def test_the_recipient_watch_names_the_reference_of_another_target(loopback, sleeps):
     node = FakeNode(
         slot=500,
-        signatures={RECIPIENT: [signature_entry("sig-b", 499)]},
-        transactions={"sig-b": payment(42, 499, reference=OTHER_REFERENCE)},
+        signatures={
+            RECIPIENT: [
+                signature_entry(
+                    "sigb111111111111111111111111111111111111111111111111111111111111", 499
+                )
+            ]
+        },
+        transactions={
+            "sigb111111111111111111111111111111111111111111111111111111111111": payment(
+                42, 499, reference=OTHER_REFERENCE
+            )
+        },
     )
     loopback.route("POST", "/", handler=node)
 
@@ -186,7 +235,9 @@ def test_the_recipient_watch_names_the_reference_of_another_target(loopback, sle
         [WatchTarget(RECIPIENT), WatchTarget(RECIPIENT, OTHER_REFERENCE)]
     )
 
-    assert [(t.txid, t.reference) for t in result.transfers] == [("sig-b", OTHER_REFERENCE)]
+    assert [(t.txid, t.reference) for t in result.transfers] == [
+        ("sigb111111111111111111111111111111111111111111111111111111111111", OTHER_REFERENCE)
+    ]
 
 
 def test_reads_the_recorded_json_parsed_transfer(loopback, sleeps):
@@ -214,8 +265,16 @@ def test_a_debit_is_ignored(loopback, sleeps):
     recorded = sample("solana/getTransaction-json.json")["response"]["result"]
     node = FakeNode(
         slot=430,
-        signatures={PAYER: [signature_entry("sig-fee", 430)]},
-        transactions={"sig-fee": recorded},
+        signatures={
+            PAYER: [
+                signature_entry(
+                    "sigfee1111111111111111111111111111111111111111111111111111111111", 430
+                )
+            ]
+        },
+        transactions={
+            "sigfee1111111111111111111111111111111111111111111111111111111111": recorded
+        },
     )
     loopback.route("POST", "/", handler=node)
 
@@ -237,10 +296,23 @@ def test_a_failed_transaction_is_not_credited(loopback, sleeps):
     node = FakeNode(
         slot=800,
         signatures={
-            REFERENCE: [signature_entry("sig-listed-failed", 800, err=error)],
-            RECIPIENT: [signature_entry("sig-meta-failed", 800)],
+            REFERENCE: [
+                signature_entry(
+                    "sigListedfaiLed1111111111111111111111111111111111111111111111111",
+                    800,
+                    err=error,
+                )
+            ],
+            RECIPIENT: [
+                signature_entry(
+                    "sigmetafaiLed111111111111111111111111111111111111111111111111111", 800
+                )
+            ],
         },
-        transactions={"sig-listed-failed": failed, "sig-meta-failed": failed},
+        transactions={
+            "sigListedfaiLed1111111111111111111111111111111111111111111111111": failed,
+            "sigmetafaiLed111111111111111111111111111111111111111111111111111": failed,
+        },
     )
     loopback.route("POST", "/", handler=node)
 
@@ -251,25 +323,33 @@ def test_a_failed_transaction_is_not_credited(loopback, sleeps):
     assert result.transfers == []
     # The signature list already says it failed: its transaction is not even fetched.
     fetched = [params[0] for method, params in node.calls if method == "getTransaction"]
-    assert fetched == ["sig-meta-failed"]
+    assert fetched == ["sigmetafaiLed111111111111111111111111111111111111111111111111111"]
 
 
 def test_a_transaction_not_yet_served_is_skipped_this_round(loopback, sleeps):
     node = FakeNode(
         slot=900,
-        signatures={REFERENCE: [signature_entry("sig-late", 899)]},
-        transactions={"sig-late": None},
+        signatures={
+            REFERENCE: [
+                signature_entry(
+                    "sigLate111111111111111111111111111111111111111111111111111111111", 899
+                )
+            ]
+        },
+        transactions={"sigLate111111111111111111111111111111111111111111111111111111111": None},
     )
     loopback.route("POST", "/", handler=node)
     watcher = adapter(loopback, sleeps)
 
     first = watcher.scan([WatchTarget(RECIPIENT, REFERENCE)])
-    node.transactions["sig-late"] = payment(10, 899)
+    node.transactions["sigLate111111111111111111111111111111111111111111111111111111111"] = (
+        payment(10, 899)
+    )
     second = watcher.scan([WatchTarget(RECIPIENT, REFERENCE)])
 
     assert first.transfers == []
     assert [(t.txid, t.amount_base, t.confirmations) for t in second.transfers] == [
-        ("sig-late", 10, 2)
+        ("sigLate111111111111111111111111111111111111111111111111111111111", 10, 2)
     ]
 
 
@@ -286,8 +366,14 @@ def test_finds_the_recipient_among_addresses_loaded_from_a_lookup_table(loopback
     )
     node = FakeNode(
         slot=70,
-        signatures={REFERENCE: [signature_entry("sig-v0", 70)]},
-        transactions={"sig-v0": v0},
+        signatures={
+            REFERENCE: [
+                signature_entry(
+                    "sigvo11111111111111111111111111111111111111111111111111111111111", 70
+                )
+            ]
+        },
+        transactions={"sigvo11111111111111111111111111111111111111111111111111111111111": v0},
     )
     loopback.route("POST", "/", handler=node)
 
@@ -299,8 +385,16 @@ def test_finds_the_recipient_among_addresses_loaded_from_a_lookup_table(loopback
 def test_a_slot_past_the_tip_has_no_negative_confirmations(loopback, sleeps):
     node = FakeNode(
         slot=100,
-        signatures={REFERENCE: [signature_entry("sig-new", 102)]},
-        transactions={"sig-new": payment(1, 102)},
+        signatures={
+            REFERENCE: [
+                signature_entry(
+                    "signew1111111111111111111111111111111111111111111111111111111111", 102
+                )
+            ]
+        },
+        transactions={
+            "signew1111111111111111111111111111111111111111111111111111111111": payment(1, 102)
+        },
     )
     loopback.route("POST", "/", handler=node)
 
@@ -334,8 +428,16 @@ def test_a_json_rpc_server_error_is_retried_then_a_chain_error(loopback, sleeps)
 def test_retries_after_429_then_succeeds(loopback, sleeps):
     node = FakeNode(
         slot=50,
-        signatures={REFERENCE: [signature_entry("sig-a", 45)]},
-        transactions={"sig-a": payment(99, 45)},
+        signatures={
+            REFERENCE: [
+                signature_entry(
+                    "siga111111111111111111111111111111111111111111111111111111111111", 45
+                )
+            ]
+        },
+        transactions={
+            "siga111111111111111111111111111111111111111111111111111111111111": payment(99, 45)
+        },
     )
     too_many = Reply(
         status=429,
@@ -346,7 +448,9 @@ def test_retries_after_429_then_succeeds(loopback, sleeps):
 
     result = adapter(loopback, sleeps).scan([WatchTarget(RECIPIENT, REFERENCE)])
 
-    assert [(t.txid, t.amount_base) for t in result.transfers] == [("sig-a", 99)]
+    assert [(t.txid, t.amount_base) for t in result.transfers] == [
+        ("siga111111111111111111111111111111111111111111111111111111111111", 99)
+    ]
     assert sleeps == [1.0]
     assert len(loopback.requests) == 4
 

@@ -1,9 +1,13 @@
+import logging
 import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
+from django.db import close_old_connections, connection
 
 from kernodeck.payments import watching
+
+logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -17,8 +21,21 @@ class Command(BaseCommand):
 
     def handle(self, *args, once=False, **options):
         while True:
-            for report in watching.watch_all():
+            try:
+                reports = watching.watch_all()
+            except Exception:
+                # watch_all contains each network's failures; what still escapes (the
+                # database gone, say) must not stop a long-running watcher for good.
+                if once:
+                    raise
+                logger.exception("watcher pass failed; the next pass follows as usual")
+                reports = []
+            for report in reports:
                 self.stdout.write(" ".join(f"{key}={value}" for key, value in report.items()))
             if once:
                 return
             time.sleep(settings.KERNODECK_WATCH_INTERVAL)
+            if not connection.in_atomic_block:
+                # A connection the database dropped since the last pass is reopened, not
+                # reused (never inside a transaction: a test's, or a caller's).
+                close_old_connections()

@@ -1,0 +1,100 @@
+"""Request guards that run before any view: the edge of the input layer (core/inputs.py)."""
+
+import json
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.http import JsonResponse
+from django.shortcuts import render
+from django.utils.translation import gettext as _
+
+from kernodeck.core.inputs import nul_path
+
+
+def is_api(request) -> bool:
+    return request.path_info.startswith("/api/")
+
+
+def refusal(request, message: str, status: int):
+    """A 4xx answer in the caller's language: JSON `{"detail"}` for the API, else a page."""
+    if is_api(request):
+        return JsonResponse({"detail": message}, status=status)
+    return render(request, "errors/input.html", {"message": message}, status=status)
+
+
+def too_large(request):
+    limit_kib = settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024
+    return refusal(
+        request,
+        _("The request is too large: at most %(kib)d KiB.") % {"kib": limit_kib},
+        413,
+    )
+
+
+def _nul_message(field: str) -> str:
+    return _("%(field)s: contains a NUL byte, which is not allowed.") % {"field": field}
+
+
+class InputGuardMiddleware:
+    """Refuse NUL bytes anywhere (path, query, form, JSON) and bodies over the limit.
+
+    PostgreSQL refuses NUL in text and a view would answer 500, so they stop here: 400
+    naming the parameter for paths, queries and forms, 422 naming the field for JSON (the
+    API's status for a bad field). Bodies over DATA_UPLOAD_MAX_MEMORY_SIZE answer 413.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self._check(request) or self.get_response(request)
+        if response.status_code == 405 and is_api(request) and "Allow" in response:
+            # django-ninja answers a wrong method in plain text; the API speaks JSON.
+            allowed = response["Allow"]
+            response = refusal(
+                request,
+                _("Method %(method)s is not allowed here; use %(allowed)s.")
+                % {"method": request.method, "allowed": allowed},
+                405,
+            )
+            response["Allow"] = allowed
+        return response
+
+    def _check(self, request):
+        if "\x00" in request.path_info:
+            return refusal(request, _("The address contains a NUL byte."), 400)
+        try:
+            for key, values in request.GET.lists():
+                if "\x00" in key or any("\x00" in value for value in values):
+                    return refusal(request, _nul_message(key.replace("\x00", "")), 400)
+            if request.method in {"GET", "HEAD", "OPTIONS"}:
+                return None
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            content_type = request.content_type or ""
+            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+            if limit is not None and length > limit and content_type != "multipart/form-data":
+                return too_large(request)
+            if content_type in {"application/x-www-form-urlencoded", "multipart/form-data"}:
+                for key, values in request.POST.lists():
+                    if "\x00" in key or any("\x00" in value for value in values):
+                        return refusal(request, _nul_message(key.replace("\x00", "")), 400)
+            elif b"\x00" in request.body or b"\\u0000" in request.body:
+                return self._check_json(request)
+        except RequestDataTooBig:
+            return too_large(request)
+        except TooManyFieldsSent:
+            return refusal(request, _("The request has too many fields."), 400)
+        return None
+
+    def _check_json(self, request):
+        try:
+            data = json.loads(request.body)
+        except (ValueError, RecursionError):
+            return refusal(request, _nul_message("body"), 400)
+        field = nul_path(data)
+        if field is None:
+            return None
+        return refusal(request, _nul_message(field), 422 if is_api(request) else 400)
