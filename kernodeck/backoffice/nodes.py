@@ -5,22 +5,20 @@ queues the inspection task.
 """
 
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
-from django.contrib.auth.decorators import permission_required
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 
 from kernodeck.backoffice.node_forms import HostKeyAcceptForm, NodeSshForm
+from kernodeck.backoffice.permissions import permission_required
 from kernodeck.core.errors import ServiceError
 from kernodeck.core.forms import add_service_error
 from kernodeck.provisioning import node_health
 from kernodeck.provisioning.drivers.ssh import fingerprint
 from kernodeck.provisioning.models import DriverCode, Node
 
-operators_only = permission_required("provisioning.operate_rentals", raise_exception=True)
+operators_only = permission_required("provisioning.operate_rentals")
 
 
-@staff_member_required
 @operators_only
 def node_list(request):
     nodes = Node.objects.filter(driver=DriverCode.SSH).select_related("offer").order_by("name")
@@ -35,7 +33,6 @@ def node_list(request):
     return render(request, "backoffice/ssh_nodes.html", {"rows": rows})
 
 
-@staff_member_required
 @operators_only
 def node_detail(request, name):
     node = get_object_or_404(Node.objects.select_related("offer"), name=name, driver="ssh")

@@ -135,6 +135,8 @@ def _target(name, view, world):
             "desk:access": lambda: reverse(name, args=[world["rental"].reference]),
             "desk:action": lambda: reverse(name, args=[world["rental"].reference, "suspend"]),
             "desk:node_state": lambda: reverse(name, args=[world["node"].name]),
+            "backoffice_nodes:list": lambda: reverse(name),
+            "backoffice_nodes:detail": lambda: reverse(name, args=[world["node"].name]),
             "notifications:outbox_retry": lambda: reverse(name, args=[_object_id(OutboxMessage)]),
         }.get(name)
         assert url, f"add {name} and its object to the matrix's fixture"
