@@ -50,10 +50,21 @@ def test_an_older_time_never_overwrites_a_newer_one(token):
     assert _last_used(token) == T0
 
 
-def test_authentication_reads_once_and_writes_with_one_conditional_update(token):
+def test_within_the_minute_authentication_is_one_select_and_no_write(token):
     clock.freeze(T0)
     services.api_token_authenticate(token.raw)
     clock.freeze(T0 + timedelta(seconds=10))
+    with CaptureQueriesContext(connection) as queries:
+        assert services.api_token_authenticate(token.raw) == token.user
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert len(statements) == 1 and statements[0].startswith("SELECT"), statements
+    assert _last_used(token) == T0
+
+
+def test_after_the_minute_one_conditional_update_writes_without_reading_again(token):
+    clock.freeze(T0)
+    services.api_token_authenticate(token.raw)
+    clock.freeze(T0 + timedelta(seconds=90))
     with CaptureQueriesContext(connection) as queries:
         assert services.api_token_authenticate(token.raw) == token.user
     statements = [q["sql"] for q in queries.captured_queries]
@@ -61,7 +72,7 @@ def test_authentication_reads_once_and_writes_with_one_conditional_update(token)
     assert statements[0].startswith("SELECT")
     update = statements[1]
     assert update.startswith("UPDATE") and "last_used_at" in update.split("WHERE", 1)[1]
-    assert _last_used(token) == T0
+    assert _last_used(token) == T0 + timedelta(seconds=90)
 
 
 def test_api_requests_within_a_minute_do_not_move_last_used(client, token):

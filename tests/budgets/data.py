@@ -10,6 +10,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from kernodeck.accounts import services as account_services
+from kernodeck.accounts.models import ApiToken
 from kernodeck.core import clock
 from kernodeck.core.models import AuditEvent
 from kernodeck.ledger.models import EntryKind, LedgerEntry, TopUp
@@ -63,7 +64,9 @@ def build(size: int) -> Dataset:
     now = clock.now()
     customer = make_user()
     operator = make_user(staff=True, is_superuser=True)
-    _token, raw = account_services.api_token_create(user=customer, name="budgets")
+    token, raw = account_services.api_token_create(user=customer, name="budgets")
+    # Used a moment ago: API requests within the minute do not write it (steady state).
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     offer = make_offer(units_total=5)
     method = PaymentMethod.objects.get(code=METHOD)
 

@@ -60,15 +60,15 @@ ENDPOINTS = [
     ("admin-topups", OPERATOR, lambda d: "/backoffice/ledger/topup/", 6),
     ("admin-tokens", OPERATOR, lambda d: "/backoffice/accounts/apitoken/", 5),
     # API
-    ("api-orders", API, lambda d: "/api/v1/orders", 5),
-    ("api-orders-offset", API, lambda d: "/api/v1/orders?offset=5&limit=100", 5),
-    ("api-order", API, lambda d: f"/api/v1/orders/{d.order.reference}", 4),
-    ("api-payment", API, lambda d: f"/api/v1/payments/{d.intent.pk}", 3),
-    ("api-balance", API, lambda d: "/api/v1/balance", 4),
-    ("api-topups", API, lambda d: "/api/v1/topups", 4),
+    ("api-orders", API, lambda d: "/api/v1/orders", 4),
+    ("api-orders-offset", API, lambda d: "/api/v1/orders?offset=5&limit=100", 4),
+    ("api-order", API, lambda d: f"/api/v1/orders/{d.order.reference}", 3),
+    ("api-payment", API, lambda d: f"/api/v1/payments/{d.intent.pk}", 2),
+    ("api-balance", API, lambda d: "/api/v1/balance", 3),
+    ("api-topups", API, lambda d: "/api/v1/topups", 3),
     ("api-offers", API, lambda d: "/api/v1/offers", 3),
     ("api-payment-methods", API, lambda d: "/api/v1/payment-methods", 1),
-    ("api-me", API, lambda d: "/api/v1/auth/me", 2),
+    ("api-me", API, lambda d: "/api/v1/auth/me", 1),
 ]
 
 
