@@ -33,6 +33,7 @@ ENDPOINTS = [
     ("balance-statement-last-page", CUSTOMER, lambda d: "/balance/?page=9999", 8),
     ("statement-csv", CUSTOMER, lambda d: "/balance/statement.csv", 3),
     ("topup-page", CUSTOMER, lambda d: f"/balance/topups/{d.topup.pk}/", 4),
+    ("account", CUSTOMER, lambda d: "/account/", 5),
     ("catalog", CUSTOMER, lambda d: "/gpus/", 5),
     ("configurator", CUSTOMER, lambda d: f"/gpus/{d.offer.slug}/", 6),
     (
