@@ -234,7 +234,15 @@ if not KERNODECK_FIELD_KEYS and DEBUG:
     KERNODECK_FIELD_KEYS = ["ZGV2ZWxvcG1lbnQtb25seS1maWVsZC1rZXktMDAwMDA="]
 KERNODECK_PROVISIONING_DRIVERS = {
     "manual": "kernodeck.provisioning.drivers.manual.ManualDriver",
+    "ssh": "kernodeck.provisioning.drivers.ssh.SshDriver",
 }
+# The ssh driver: the operator's private key (a file, never the database), timeouts in
+# seconds, and how many failed provisioning attempts make the desk propose a refund.
+KERNODECK_SSH_KEY_FILE = os.environ.get("KERNODECK_SSH_KEY_FILE", "")
+KERNODECK_SSH_CONNECT_TIMEOUT = int(os.environ.get("KERNODECK_SSH_CONNECT_TIMEOUT", 10))
+KERNODECK_SSH_COMMAND_TIMEOUT = int(os.environ.get("KERNODECK_SSH_COMMAND_TIMEOUT", 120))
+KERNODECK_SSH_PREPARE_TIMEOUT = int(os.environ.get("KERNODECK_SSH_PREPARE_TIMEOUT", 1800))
+KERNODECK_PROVISIONING_MAX_ATTEMPTS = int(os.environ.get("KERNODECK_PROVISIONING_MAX_ATTEMPTS", 3))
 
 # Payments: exchange rates, watch-only wallets, instructions.
 KERNODECK_RATE_MAX_AGE = int(os.environ.get("KERNODECK_RATE_MAX_AGE", 300))
@@ -371,5 +379,7 @@ LOGGING = {
         # httpx logs full URLs at INFO, and RPC URLs may carry API keys.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
+        # paramiko narrates every SSH handshake at INFO; the ssh driver logs what matters.
+        "paramiko": {"level": "WARNING"},
     },
 }

@@ -27,6 +27,7 @@ urlpatterns = [
     # Operators sign in through the same throttled sign-in page as customers.
     path("backoffice/login/", accounts_views.backoffice_login),
     path("backoffice/review/", include("kernodeck.backoffice.urls")),
+    path("backoffice/nodes/", include("kernodeck.backoffice.node_urls")),
     path("backoffice/outbox/", include("kernodeck.notifications.urls")),
     path("backoffice/support/", include("kernodeck.backoffice.support_urls")),
     path("backoffice/", include("kernodeck.provisioning.desk_urls")),

@@ -68,7 +68,7 @@ class OrderOut(Schema):
 
     @staticmethod
     def resolve_payments(obj):
-        return [intent_out(intent) for intent in payment_selectors.intents_for_order(order=obj)]
+        return [intent_out(intent) for intent in payment_selectors.intents_loaded(obj)]
 
 
 @router.post("/orders", response={201: OrderOut})
@@ -82,12 +82,14 @@ def order_create(request, payload: QuoteIn):
 @paginate
 def order_list(request):
     """Your orders, newest first (`limit`, `offset`)."""
-    return selectors.orders_for(owner=request.auth)
+    return selectors.orders_with_payments_for(owner=request.auth)
 
 
 @router.get("/orders/{reference}", response=OrderOut)
 def order_detail(request, reference: str):
-    return selectors.order_get_for_owner(owner=request.auth, reference=reference)
+    return selectors.order_get_for_owner(
+        owner=request.auth, reference=reference, with_payments=True
+    )
 
 
 @router.get("/orders/{reference}/calendar.ics", response={200: None})

@@ -7,6 +7,7 @@ from kernodeck.core.errors import Conflict, NotFound
 from kernodeck.core.selectors import audit_events_for
 from kernodeck.orders import capacity
 from kernodeck.orders.models import Order, PaymentState, RentalState
+from kernodeck.payments import selectors as payment_selectors
 
 
 def not_enough_units_message(*, available: int, gpu_model: str) -> str:
@@ -60,13 +61,20 @@ def orders_for(*, owner):
     return Order.objects.filter(owner=owner).order_by("-created_at", "-id")
 
 
-def order_get_for_owner(*, owner, reference: str) -> Order:
-    """The owner's order, or NotFound — also when the order belongs to someone else."""
-    order = (
-        Order.objects.filter(owner=owner, reference=str(reference or "").upper()[:16])
-        .select_related("offer")
-        .first()
-    )
+def orders_with_payments_for(*, owner):
+    """The owner's orders with all their payment instructions (and methods) loaded in one
+    more query per page, not one per order: the API lists each order's payments."""
+    return orders_for(owner=owner).prefetch_related(payment_selectors.intents_prefetch())
+
+
+def order_get_for_owner(*, owner, reference: str, with_payments: bool = False) -> Order:
+    """The owner's order, or NotFound — also when the order belongs to someone else.
+
+    `with_payments` loads its payment instructions too (see orders_with_payments_for)."""
+    orders = Order.objects.filter(owner=owner, reference=str(reference or "").upper()[:16])
+    if with_payments:
+        orders = orders.prefetch_related(payment_selectors.intents_prefetch())
+    order = orders.select_related("offer").first()
     if order is None:
         raise NotFound(_("No order with this reference on your account."))
     return order

@@ -15,7 +15,8 @@ from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.core.errors import NotAllowed, NotFound
 from kernodeck.core.requests import client_ip
 from kernodeck.orders.models import RentalState
-from kernodeck.provisioning import selectors, services
+from kernodeck.provisioning import node_health, selectors, services
+from kernodeck.provisioning.drivers.ssh import fingerprint
 from kernodeck.provisioning.models import DriverCode, NodeState
 
 router = Router(tags=["operators"])
@@ -171,10 +172,19 @@ class NodeOut(Schema):
     slots_busy: int
     health: dict
     health_checked_at: datetime | None
+    # ssh nodes: the pinned host key's fingerprint and the key the node offers when none is
+    # pinned or it changed (accept it with POST /ops/nodes/{name}/host-key).
+    host_key_fingerprint: str
+    host_key_offered: str
+    retention_hours: int
 
     @staticmethod
     def resolve_offer(obj):
         return obj.offer.slug
+
+    @staticmethod
+    def resolve_host_key_fingerprint(obj):
+        return fingerprint(obj.host_key) if obj.host_key else ""
 
 
 class NodeIn(Schema):
@@ -215,4 +225,34 @@ def node_state(request, name: str, payload: NodeStateIn):
     services.node_state_set(
         node=node, state=NodeState(payload.state), reason=payload.reason, actor=actor
     )
+    return selectors.nodes_with_slots().get(pk=node.pk)
+
+
+class HostKeyIn(Schema):
+    offered: str
+
+
+@router.post("/nodes/{name}/host-key", response=NodeOut)
+def node_host_key_accept(request, name: str, payload: HostKeyIn):
+    """Pin the host key the node offers (the one you compared on the machine)."""
+    actor = _operator(request)
+    node = selectors.node_get(name=name)
+    node_health.node_host_key_accept(node=node, offered=payload.offered, actor=actor)
+    return selectors.nodes_with_slots().get(pk=node.pk)
+
+
+class NodeSshIn(Schema):
+    retention_hours: int = 0
+    agent_dir: str = "/var/lib/kernodeck"
+    torch_index_url: str = ""
+    inference_model: str = ""
+    recipes: dict[str, str] = {}
+
+
+@router.post("/nodes/{name}/ssh", response=NodeOut)
+def node_ssh_settings(request, name: str, payload: NodeSshIn):
+    """How the ssh driver runs the node: retention, agent folder, wheels, model, recipes."""
+    actor = _operator(request)
+    node = selectors.node_get(name=name)
+    node_health.node_ssh_settings_update(node=node, actor=actor, **payload.dict())
     return selectors.nodes_with_slots().get(pk=node.pk)

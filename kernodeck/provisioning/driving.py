@@ -10,7 +10,7 @@ from datetime import datetime
 
 from kernodeck.core.errors import ServiceError
 from kernodeck.orders.models import Order, RentalState
-from kernodeck.provisioning import selectors, services
+from kernodeck.provisioning import node_health, selectors, services
 from kernodeck.provisioning.drivers import driver_for
 from kernodeck.provisioning.drivers.base import DriverError
 from kernodeck.provisioning.models import Node
@@ -31,8 +31,11 @@ def rental_prepare_run(*, order_id: int, last_attempt: bool = True) -> None:
     driver = _driver(spec)
     try:
         result = driver.prepare(spec)
+        node_health.rental_step_record(order=order, step="prepare", detail=result.detail)
         access = driver.deliver(spec) if result.done else None
     except DriverError as error:
+        node_health.rental_step_record(order=order, step="prepare", detail=error.message)
+        node_health.driver_error_record(error=error, final=last_attempt)
         if error.retryable and not last_attempt:
             raise
         services.rental_fail(order=order, reason=error.message, actor=None)
@@ -58,7 +61,13 @@ def rental_extend_run(*, order_id: int) -> None:
     if order.rental_state not in {RentalState.ACTIVE, RentalState.SUSPENDED}:
         return
     spec = selectors.rental_spec(order=order)
-    _driver(spec).extend(spec, order.ends_at)
+    try:
+        result = _driver(spec).extend(spec, order.ends_at)
+        node_health.rental_step_record(order=order, step="extend", detail=result.detail)
+    except DriverError as error:
+        node_health.rental_step_record(order=order, step="extend", detail=error.message)
+        node_health.driver_error_record(error=error, final=False)
+        raise
 
 
 def rental_release_run(*, order_id: int) -> None:
@@ -66,7 +75,13 @@ def rental_release_run(*, order_id: int) -> None:
     if order.rental_state != RentalState.ENDED:
         return
     spec = selectors.rental_spec(order=order, include_released=True)
-    _driver(spec).release(spec)
+    try:
+        result = _driver(spec).release(spec)
+        node_health.rental_step_record(order=order, step="release", detail=result.detail)
+    except DriverError as error:
+        node_health.rental_step_record(order=order, step="release", detail=error.message)
+        node_health.driver_error_record(error=error, final=False)
+        raise
 
 
 def nodes_inspect(*, now: datetime | None = None) -> int:

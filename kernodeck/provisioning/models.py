@@ -48,6 +48,19 @@ class Node(models.Model):
     health = models.JSONField(default=dict, blank=True, help_text="The last inspect() report.")
     health_checked_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
+    # The ssh driver: the host key an operator accepted (pinned), the one the node offers
+    # when it differs or none is pinned yet, and how the agent runs on the node.
+    host_key = models.CharField(max_length=1000, blank=True, help_text="Pinned SSH host key.")
+    host_key_offered = models.CharField(max_length=1000, blank=True)
+    agent_dir = models.CharField(max_length=200, default="/var/lib/kernodeck")
+    retention_hours = models.PositiveSmallIntegerField(
+        default=0, help_text="Hours a finished rental's workspace is kept before it is wiped."
+    )
+    recipes = models.JSONField(
+        default=dict, blank=True, help_text="Preparation code -> shell run as the rental account."
+    )
+    torch_index_url = models.CharField(max_length=300, blank=True)
+    inference_model = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["offer__sort_order", "name"]
@@ -70,6 +83,10 @@ class Node(models.Model):
             models.CheckConstraint(
                 condition=models.Q(driver__in=DriverCode.values),
                 name="provisioning_node_driver_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(retention_hours__lte=8760),
+                name="provisioning_node_retention_at_most_a_year",
             ),
         ]
 

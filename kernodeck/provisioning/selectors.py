@@ -32,6 +32,14 @@ def node_ref(node: Node) -> NodeRef:
         admin_user=node.admin_user,
         driver=node.driver,
         gpu_count=node.gpu_count,
+        host_key=node.host_key,
+        options={
+            "agent_dir": node.agent_dir,
+            "retention_hours": node.retention_hours,
+            "recipes": dict(node.recipes or {}),
+            "torch_index_url": node.torch_index_url,
+            "inference_model": node.inference_model,
+        },
     )
 
 

@@ -135,13 +135,22 @@ def node_state_set(*, node: Node, state: str, reason: str, actor) -> Node:
 
 
 def node_health_record(*, node: Node, health: NodeHealth) -> Node:
-    """Store a driver's inspect() report on the node (no audit: it is a measurement)."""
+    """Store a driver's inspect() report on the node (no audit: it is a measurement), then
+    apply what it means for an automated node (`node_health.node_health_consequences`)."""
+    from kernodeck.provisioning import node_health
+
+    data = health.data or {}
     Node.objects.filter(pk=node.pk).update(
-        health={"ok": health.ok, "detail": health.detail[:300], "gpus_seen": health.gpus_seen},
+        health={
+            "ok": health.ok,
+            "detail": health.detail[:300],
+            "gpus_seen": health.gpus_seen,
+            **{k: data[k] for k in node_health.HEALTH_FACTS if data.get(k) is not None},
+        },
         health_checked_at=clock.now(),
     )
     node.refresh_from_db()
-    return node
+    return node_health.node_health_consequences(node=node, health=health)
 
 
 # -- rental state moves -------------------------------------------------------------------

@@ -3,9 +3,11 @@
 from huey import crontab
 from huey.contrib.djhuey import db_periodic_task, db_task
 
-from kernodeck.provisioning import driving, services
+from kernodeck.provisioning import driving, node_health, services
 
 DRIVER_RETRIES = 3
+# Driver steps wait 60 s, then 120 s, then 240 s between attempts (huey's backoff).
+DRIVER_RETRY = {"retries": DRIVER_RETRIES, "retry_delay": 60, "retry_backoff": 2}
 
 
 @db_task()
@@ -18,18 +20,18 @@ def rentals_allocate_waiting_task():
     services.rentals_allocate_waiting()
 
 
-@db_task(retries=DRIVER_RETRIES, retry_delay=60, context=True)
+@db_task(context=True, **DRIVER_RETRY)
 def rental_prepare_task(order_id: int, task=None):
     last = task is None or task.retries == 0
     driving.rental_prepare_run(order_id=order_id, last_attempt=last)
 
 
-@db_task(retries=DRIVER_RETRIES, retry_delay=60)
+@db_task(**DRIVER_RETRY)
 def rental_extend_task(order_id: int):
     driving.rental_extend_run(order_id=order_id)
 
 
-@db_task(retries=DRIVER_RETRIES, retry_delay=60)
+@db_task(**DRIVER_RETRY)
 def rental_release_task(order_id: int):
     driving.rental_release_run(order_id=order_id)
 
@@ -45,3 +47,8 @@ def rental_clock_tick():
 @db_periodic_task(crontab(minute="*/10"))
 def nodes_inspect_tick():
     driving.nodes_inspect()
+
+
+@db_task()
+def node_inspect_task(node_id: int):
+    node_health.node_inspect(node_id=node_id)

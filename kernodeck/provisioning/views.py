@@ -17,7 +17,7 @@ from kernodeck.core.forms import add_service_error
 from kernodeck.core.requests import client_ip
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.models import RentalState
-from kernodeck.provisioning import selectors, services
+from kernodeck.provisioning import node_health, selectors, services
 from kernodeck.provisioning.forms import (
     ConfirmForm,
     DeliverForm,
@@ -95,6 +95,9 @@ def rental(request, reference):
             "timeline": order_selectors.order_timeline(order=order),
             "can_view_access": request.user.has_perm(VIEW_ACCESS),
             "waiting": selectors.waiting_seconds(order),
+            "steps": node_health.rental_steps(order),
+            "failed_attempts": node_health.rental_failed_attempts(order),
+            "refund_proposed": node_health.rental_refund_proposed(order),
         },
     )
 

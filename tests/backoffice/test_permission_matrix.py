@@ -151,6 +151,8 @@ def _target(name, view, world):
             "desk:access": lambda: reverse(name, args=[world["rental"].reference]),
             "desk:action": lambda: reverse(name, args=[world["rental"].reference, "suspend"]),
             "desk:node_state": lambda: reverse(name, args=[world["node"].name]),
+            "backoffice_nodes:list": lambda: reverse(name),
+            "backoffice_nodes:detail": lambda: reverse(name, args=[world["node"].name]),
             "notifications:outbox_retry": lambda: reverse(name, args=[_object_id(OutboxMessage)]),
             "support_staff:inbox": lambda: reverse(name),
             "support_staff:ticket": lambda: reverse(name, args=[_support_ticket(world).pk]),

@@ -134,7 +134,7 @@ def test_the_desk_needs_the_permission(client):
     order = make_settled_order(offer=make_offer(units_total=1))
     assert client.get("/backoffice/rentals/").status_code == 302  # sign in first
     client.force_login(make_user())
-    assert client.get("/backoffice/rentals/").status_code == 302  # customers: not staff
+    assert client.get("/backoffice/rentals/").status_code == 403  # customers: not staff
     client.force_login(make_user(staff=True))
     assert client.get("/backoffice/rentals/").status_code == 403
     assert client.get("/backoffice/fleet/").status_code == 403
@@ -179,7 +179,10 @@ def test_deliver_form_refuses_bad_input_and_changes_nothing(client):
         {"url": "javascript:alert(1)"},
     ):
         response = client.post(url, {**base, **bad})
-        assert response.status_code == 422, bad
+        # A NUL byte is refused at the edge (400) before the form sees it; the rest by the form.
+        assert response.status_code == (400 if any("\x00" in v for v in bad.values()) else 422), (
+            bad
+        )
     assert Order.objects.get(pk=order.pk).rental_state == RentalState.PREPARING
     assert not Delivery.objects.exists()
 
@@ -346,10 +349,10 @@ def test_the_ops_api_answers_nonsense_with_4xx_and_changes_nothing(client):
         assert "detail" in response.json()
     odd = client.post(f"/api/v1{deliver}", b"\xff\xfe\x00", content_type="application/json")
     assert 400 <= odd.status_code < 500
-    assert api_post(client, "/ops/rentals/%00/fail", {"reason": "x"}).status_code == 404
+    assert api_post(client, "/ops/rentals/%00/fail", {"reason": "x"}).status_code == 400
     assert (
         api_post(client, "/ops/nodes/%00/state", {"state": "retired", "reason": "x"}).status_code
-        == 404
+        == 400
     )
     order.refresh_from_db()
     assert order.rental_state == RentalState.PREPARING

@@ -20,9 +20,10 @@ not help (bad node configuration), so the rental goes to `provisioning_failed` a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,11 @@ class NodeRef:
     admin_user: str
     driver: str
     gpu_count: int
+    # For automated drivers (ssh): the pinned host key ("ssh-ed25519 AAAA…", empty until an
+    # operator accepts one) and the node's options (agent_dir, retention_hours, recipes,
+    # torch_index_url, inference_model).
+    host_key: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
