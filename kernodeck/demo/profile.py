@@ -1,5 +1,6 @@
 """The environment of `kernodeck demo`: set before Django reads its settings."""
 
+import base64
 import os
 import secrets
 from pathlib import Path
@@ -50,7 +51,12 @@ def apply_demo_environment(*, chain_simulator: bool = True) -> None:
     if not key_file.exists():
         key_file.write_text(secrets.token_urlsafe(50))
         key_file.chmod(0o600)
+    field_key_file = folder / "demo-field-key"
+    if not field_key_file.exists():
+        field_key_file.write_text(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())
+        field_key_file.chmod(0o600)
     os.environ["KERNODECK_DEMO"] = "1"
+    os.environ.setdefault("KERNODECK_FIELD_KEYS", field_key_file.read_text().strip())
     os.environ.setdefault("KERNODECK_SECRET_KEY", key_file.read_text().strip())
     os.environ.setdefault("KERNODECK_HTTPS", "off")
     os.environ.setdefault("KERNODECK_ALLOWED_HOSTS", "127.0.0.1,localhost")
