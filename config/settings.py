@@ -97,6 +97,8 @@ INSTALLED_APPS = [
     "kernodeck.payments",
     "kernodeck.ledger",
     "kernodeck.notifications",
+    "kernodeck.provisioning",
+    "kernodeck.support",
     "kernodeck.backoffice",
     "kernodeck.guides",
     "kernodeck.sizing",
@@ -220,7 +222,27 @@ KERNODECK_THROTTLE_PAYMENT_CREATE = env_limit("KERNODECK_THROTTLE_PAYMENT_CREATE
 KERNODECK_THROTTLE_PAYMENT_DECLARE = env_limit("KERNODECK_THROTTLE_PAYMENT_DECLARE", "10/3600")
 
 # Orders: how long an unsettled order holds its units (seconds).
+# Where people who cannot sign in (lost password) write to support; shown on the sign-in page.
+KERNODECK_SUPPORT_EMAIL = os.environ.get("KERNODECK_SUPPORT_EMAIL", "").strip()
 KERNODECK_ORDER_HOLD_SECONDS = int(os.environ.get("KERNODECK_ORDER_HOLD_SECONDS", 2 * 60 * 60))
+
+# Provisioning: keys that encrypt delivered secrets (first encrypts, all decrypt, so keys
+# rotate), and the driver class behind each node driver code.
+KERNODECK_FIELD_KEYS = env_list("KERNODECK_FIELD_KEYS")
+if not KERNODECK_FIELD_KEYS and DEBUG:
+    # Development only; `check --deploy` refuses a production set-up without real keys.
+    KERNODECK_FIELD_KEYS = ["ZGV2ZWxvcG1lbnQtb25seS1maWVsZC1rZXktMDAwMDA="]
+KERNODECK_PROVISIONING_DRIVERS = {
+    "manual": "kernodeck.provisioning.drivers.manual.ManualDriver",
+    "ssh": "kernodeck.provisioning.drivers.ssh.SshDriver",
+}
+# The ssh driver: the operator's private key (a file, never the database), timeouts in
+# seconds, and how many failed provisioning attempts make the desk propose a refund.
+KERNODECK_SSH_KEY_FILE = os.environ.get("KERNODECK_SSH_KEY_FILE", "")
+KERNODECK_SSH_CONNECT_TIMEOUT = int(os.environ.get("KERNODECK_SSH_CONNECT_TIMEOUT", 10))
+KERNODECK_SSH_COMMAND_TIMEOUT = int(os.environ.get("KERNODECK_SSH_COMMAND_TIMEOUT", 120))
+KERNODECK_SSH_PREPARE_TIMEOUT = int(os.environ.get("KERNODECK_SSH_PREPARE_TIMEOUT", 1800))
+KERNODECK_PROVISIONING_MAX_ATTEMPTS = int(os.environ.get("KERNODECK_PROVISIONING_MAX_ATTEMPTS", 3))
 
 # Payments: exchange rates, watch-only wallets, instructions.
 KERNODECK_RATE_MAX_AGE = int(os.environ.get("KERNODECK_RATE_MAX_AGE", 300))
@@ -273,6 +295,13 @@ KERNODECK_ETHEREUM_RPC_URL = _chain_url("KERNODECK_ETHEREUM_RPC_URL")
 KERNODECK_TRON_API_URL = _chain_url("KERNODECK_TRON_API_URL")
 KERNODECK_SOLANA_RPC_URL = _chain_url("KERNODECK_SOLANA_RPC_URL")
 KERNODECK_TRON_API_KEY = os.environ.get("KERNODECK_TRON_API_KEY", "")
+# The demo's chain simulator (kernodeck/demo/simulator.py): its control API, used by the
+# demo-only payment panel. Read in demo mode only; `kernodeck demo` sets it.
+KERNODECK_DEMO_SIMULATOR_URL = (
+    os.environ.get("KERNODECK_DEMO_SIMULATOR_URL", "").strip().rstrip("/")
+    if KERNODECK_DEMO
+    else ""
+)
 KERNODECK_WATCH_INTERVAL = int(os.environ.get("KERNODECK_WATCH_INTERVAL", 30))
 KERNODECK_PAYMENT_EXPIRY_SECONDS = int(os.environ.get("KERNODECK_PAYMENT_EXPIRY_SECONDS", 1800))
 KERNODECK_MONITOR_SECONDS = int(os.environ.get("KERNODECK_MONITOR_SECONDS", 24 * 60 * 60))
@@ -357,5 +386,7 @@ LOGGING = {
         # httpx logs full URLs at INFO, and RPC URLs may carry API keys.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
+        # paramiko narrates every SSH handshake at INFO; the ssh driver logs what matters.
+        "paramiko": {"level": "WARNING"},
     },
 }

@@ -19,15 +19,22 @@ urlpatterns = [
         name="pay_with_balance",
     ),
     path("balance/", include("kernodeck.ledger.urls")),
+    path("rentals/", include("kernodeck.provisioning.urls")),
     path("account/", include("kernodeck.accounts.urls")),
+    path("support/", include("kernodeck.support.urls")),
     # Django's language switch, wrapped so a signed-in account remembers the choice.
     path("i18n/setlang/", accounts_views.language_set, name="set_language"),
     # Operators sign in through the same throttled sign-in page as customers.
     path("backoffice/login/", accounts_views.backoffice_login),
     path("backoffice/review/", include("kernodeck.backoffice.urls")),
+    path("backoffice/nodes/", include("kernodeck.backoffice.node_urls")),
     path("backoffice/outbox/", include("kernodeck.notifications.urls")),
+    path("backoffice/support/", include("kernodeck.backoffice.support_urls")),
+    path("backoffice/", include("kernodeck.provisioning.desk_urls")),
     path("backoffice/", admin.site.urls),
     path("api/v1/", api.urls),
+    # The demo's payment panel: every view there answers 404 unless demo mode is on.
+    path("demo/", include("kernodeck.demo.urls")),
 ]
 
 handler403 = "kernodeck.core.views.permission_denied"

@@ -12,10 +12,12 @@ def main():
     # configuration (its key and database under var/), so `KERNODECK_DEMO=1 kernodeck
     # watch_chains --once` acts on the running demo instead of failing or leaving demo mode.
     demo_requested = os.environ.get("KERNODECK_DEMO", "").strip().lower() in DEMO_ON
-    if sys.argv[1:2] == ["demo"] or demo_requested:
+    starting_demo = sys.argv[1:2] == ["demo"]
+    if starting_demo or demo_requested:
         from kernodeck.demo.profile import apply_demo_environment
 
-        apply_demo_environment()
+        # `kernodeck demo` starts its own chain simulator; other commands use the running one.
+        apply_demo_environment(chain_simulator=not starting_demo)
 
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line

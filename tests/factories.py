@@ -39,12 +39,16 @@ def make_offer(
         backend=backend,
         memory_gib=fields.pop("memory_gib", 80),
         gpus_per_unit=gpus_per_unit,
-        units_total=units_total,
         preparations=list(preparations),
         **fields,
     )
     for days, price in (prices or {3: "100.00", 7: "210.00", 30: "800.00"}).items():
         OfferPrice.objects.create(offer=offer, days=days, unit_price_usd=Decimal(price))
+    if units_total:
+        # The fleet that holds `units_total` units: capacity is counted from its slots.
+        from kernodeck.provisioning.services import fleet_create_for_offer
+
+        fleet_create_for_offer(offer=offer, units=units_total)
     return offer
 
 
@@ -63,3 +67,41 @@ def make_order(*, owner=None, offer=None, days=7, units=1, preparation="pytorch"
 def api_post(client, path, body=None):
     """POST JSON to /api/v1`path`."""
     return client.post(f"/api/v1{path}", body or {}, content_type="application/json")
+
+
+def make_ssh_key(user, *, name="laptop"):
+    """Give `user` a fresh Ed25519 public key (access needs one)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    from kernodeck.accounts import services
+
+    public = (
+        ed25519.Ed25519PrivateKey.generate()
+        .public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        .decode()
+    )
+    return services.ssh_key_add(user=user, public_key=public, name=name)
+
+
+def make_settled_order(*, owner=None, offer=None, units=1, days=7, preparation="pytorch"):
+    """An order paid (as if by a confirmed payment): it is queued and, if slots are free,
+    allocated by the task that runs after commit."""
+    from kernodeck.orders import services
+
+    order = make_order(owner=owner, offer=offer, units=units, days=days, preparation=preparation)
+    services.order_settle(order=order, cause={"test": "settled"})
+    order.refresh_from_db()
+    return order
+
+
+def make_operator(*, perms=("operate_rentals", "view_access")):
+    """A staff account with the given provisioning permissions."""
+    from django.contrib.auth.models import Permission
+
+    user = make_user(staff=True)
+    user.user_permissions.add(
+        *Permission.objects.filter(content_type__app_label="provisioning", codename__in=perms)
+    )
+    return user

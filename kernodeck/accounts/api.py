@@ -1,10 +1,12 @@
 """Account endpoints of the JSON API and its bearer-token authentication."""
 
+from datetime import datetime
+
 from django.utils.translation import get_language
 from ninja import Field, Router, Schema, Status
 from ninja.security import HttpBearer
 
-from kernodeck.accounts import services
+from kernodeck.accounts import selectors, services
 from kernodeck.core.inputs import MAX_EMAIL_LENGTH
 from kernodeck.core.requests import client_ip
 
@@ -74,3 +76,43 @@ class MeOut(Schema):
 def me(request):
     """The account behind the token."""
     return request.auth
+
+
+# -- SSH public keys (mounted at the API root: /ssh-keys) ------------------------------
+
+keys_router = Router(tags=["ssh keys"])
+
+
+class SshKeyIn(Schema):
+    public_key: str
+    name: str = ""
+
+
+class SshKeyOut(Schema):
+    id: int
+    name: str
+    key_type: str
+    bits: int
+    fingerprint: str
+    public_key: str
+    created_at: datetime
+
+
+@keys_router.get("/ssh-keys", response=list[SshKeyOut])
+def ssh_key_list(request):
+    """Your SSH public keys: provisioning installs them on your rentals' machines."""
+    return list(selectors.ssh_keys_for(user=request.auth))
+
+
+@keys_router.post("/ssh-keys", response={201: SshKeyOut})
+def ssh_key_create(request, payload: SshKeyIn):
+    """Add an OpenSSH public key (Ed25519, ECDSA or RSA of 3072 bits or more)."""
+    key = services.ssh_key_add(user=request.auth, public_key=payload.public_key, name=payload.name)
+    return Status(201, key)
+
+
+@keys_router.delete("/ssh-keys/{key_id}", response={204: None})
+def ssh_key_delete(request, key_id: int):
+    """Remove a key from your account (machines already delivered keep it until they end)."""
+    services.ssh_key_remove(user=request.auth, key_id=key_id)
+    return Status(204, None)

@@ -2,6 +2,7 @@
 
 import hashlib
 import secrets
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import authenticate
@@ -9,6 +10,7 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts import throttle
@@ -268,8 +270,32 @@ def api_token_authenticate(raw_token: str) -> User | None:
     )
     if token is None:
         return None
-    ApiToken.objects.filter(pk=token.pk).update(last_used_at=clock.now())
+    # The row just read says whether a minute has passed: most requests skip the UPDATE.
+    # The UPDATE itself re-checks, so concurrent requests still write at most once.
+    last = token.last_used_at
+    if last is None or last < clock.now() - TOKEN_USE_PRECISION:
+        api_token_mark_used(token_id=token.pk)
     return token.user
+
+
+# `last_used_at` is for people ("used 3 minutes ago"), so a minute's precision is enough.
+TOKEN_USE_PRECISION = timedelta(minutes=1)
+
+
+def api_token_mark_used(*, token_id: int) -> bool:
+    """Record that a token was used now, at most once a minute.
+
+    One conditional UPDATE (no read first): under a burst of API calls only the first
+    request of each minute writes the row, the others match nothing, so concurrent requests
+    neither queue on the row's lock every time nor overwrite a newer time with an older one.
+    Returns whether the row was written.
+    """
+    now = clock.now()
+    return bool(
+        ApiToken.objects.filter(pk=token_id)
+        .filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - TOKEN_USE_PRECISION))
+        .update(last_used_at=now)
+    )
 
 
 def api_token_issue(*, email: str, password: str, ip_address: str) -> str:

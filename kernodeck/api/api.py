@@ -11,6 +11,7 @@ from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from kernodeck.accounts.api import TokenAuth
+from kernodeck.accounts.api import keys_router as ssh_keys_router
 from kernodeck.accounts.api import router as accounts_router
 from kernodeck.catalog.api import router as catalog_router
 from kernodeck.core.errors import InvalidInput, ServiceError, Throttled
@@ -18,7 +19,9 @@ from kernodeck.core.middleware import too_large
 from kernodeck.ledger.api import router as ledger_router
 from kernodeck.orders.api import router as orders_router
 from kernodeck.payments.api import router as payments_router
+from kernodeck.provisioning.api import router as ops_router
 from kernodeck.sizing.api import router as sizing_router
+from kernodeck.support.api import router as support_router
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +101,10 @@ api.add_router("/", catalog_router)
 api.add_router("/", orders_router)
 api.add_router("/", payments_router)
 api.add_router("/", ledger_router)
+api.add_router("/", ssh_keys_router)
+api.add_router("/ops", ops_router)
 api.add_router("/", sizing_router)
+api.add_router("/", support_router)
 
 
 def _detail(request, message: str, status: int, headers: dict | None = None):

@@ -1,8 +1,10 @@
 """Operators' screens beyond the Django admin: the payment review queue, chain health."""
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
+from django.utils.http import urlencode
 
 from kernodeck.backoffice.forms import DecisionForm, RecordTransferForm, TransferResolveForm
 from kernodeck.backoffice.permissions import permission_required, require_permission
@@ -26,14 +28,28 @@ ACTION_PERMISSIONS = {
 }
 
 
+# The queue can grow to thousands of cases when a chain misbehaves: page it.
+REVIEW_PER_PAGE = 50
+
+
 @permission_required(REVIEW)
 def review_queue(request):
+    """Cases waiting for an operator, 50 a page (`page` for payments, `transfers_page` for
+    unallocated transfers, each list paged on its own)."""
+    intents = Paginator(review_selectors.review_intents(), REVIEW_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    transfers = Paginator(review_selectors.review_transfers(), REVIEW_PER_PAGE).get_page(
+        request.GET.get("transfers_page")
+    )
     return render(
         request,
         "backoffice/review_queue.html",
         {
-            "intents": review_selectors.review_intents(),
-            "transfers": review_selectors.review_transfers(),
+            "intents": intents,
+            "transfers": transfers,
+            "transfers_page_param": urlencode({"page": intents.number}),
+            "intents_page_param": urlencode({"transfers_page": transfers.number}),
             "chains": selectors.chain_states(),
         },
     )

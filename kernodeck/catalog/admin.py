@@ -24,7 +24,6 @@ class OfferAdminForm(forms.ModelForm):
             "backend",
             "memory_gib",
             "gpus_per_unit",
-            "units_total",
             "preparations",
             "description",
             "is_active",
@@ -42,7 +41,6 @@ class OfferAdmin(admin.ModelAdmin):
         "backend",
         "memory_gib",
         "gpus_per_unit",
-        "units_total",
         "is_active",
         "sort_order",
     ]

@@ -32,7 +32,6 @@ class Offer(models.Model):
     backend = models.CharField(max_length=8, choices=Backend.choices)
     memory_gib = models.PositiveIntegerField(help_text="Memory per card, as rented (GiB).")
     gpus_per_unit = models.PositiveSmallIntegerField(default=1)
-    units_total = models.PositiveIntegerField(help_text="Units in the fleet.")
     preparations = models.JSONField(
         default=list, help_text="Preparation codes offered: python, pytorch, notebook, inference."
     )

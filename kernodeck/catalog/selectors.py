@@ -28,6 +28,16 @@ def offer_get_active(*, slug: str) -> Offer:
     return offer
 
 
+def offer_get(*, slug: str) -> Offer:
+    """Any offer, active or not, by slug (operators' tools), or InvalidInput."""
+    offer = Offer.objects.filter(slug=str(slug or "")[:50]).first()
+    if offer is None:
+        raise InvalidInput(
+            _("There is no GPU offer called “%(slug)s”.") % {"slug": slug}, field="offer"
+        )
+    return offer
+
+
 def price_sheet(offer: Offer) -> PriceSheet:
     return PriceSheet(
         slug=offer.slug,
@@ -51,7 +61,7 @@ def _gpu_hour(offer: Offer, days: int, unit_price: Decimal) -> Decimal:
 
 
 def _listings_for(offers) -> list[OfferListing]:
-    held = capacity.units_held(offer_ids=[offer.pk for offer in offers])
+    available = capacity.units_available_by_offer(offer_ids=[offer.pk for offer in offers])
     listings = []
     for offer in offers:
         prices = {price.days: price.unit_price_usd for price in offer.prices.all()}
@@ -61,7 +71,7 @@ def _listings_for(offers) -> list[OfferListing]:
                 offer=offer,
                 prices=prices,
                 price_from_gpu_hour=min(hourly) if hourly else None,
-                units_available=max(0, offer.units_total - held.get(offer.pk, 0)),
+                units_available=available[offer.pk],
             )
         )
     return listings

@@ -9,6 +9,8 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     list_display = ["created_at", "action", "actor", "target_type", "target_id", "ip_address"]
     list_filter = ["action", "target_type"]
+    # `actor` may be empty (system events), which Django's automatic select_related skips.
+    list_select_related = ["actor"]
     search_fields = ["action", "target_id", "actor__email"]
     date_hierarchy = "created_at"
 

@@ -158,7 +158,7 @@ def demo_offers():
             "backend": backend,
             "memory_gib": gib,
             "gpus_per_unit": per_unit,
-            "units_total": fleet,
+            "fleet_units": fleet,
             "preparations": list(preps),
             "description": text,
             "sort_order": order,

@@ -13,6 +13,7 @@ from kernodeck.core.services import audit_record
 from kernodeck.demo.catalog import demo_offers
 from kernodeck.demo.profile import var_dir
 from kernodeck.payments.services import payment_methods_ensure
+from kernodeck.provisioning.services import fleet_create_for_offer
 
 OPERATOR_EMAIL = "operator@kernodeck.test"
 CUSTOMER_EMAIL = "customer@kernodeck.test"
@@ -69,8 +70,16 @@ def demo_seed_payment_methods() -> int:
 
 
 def demo_seed_catalog() -> int:
-    """Create the demo offers that do not exist yet; return how many were created."""
-    return sum(1 for fields in demo_offers() if offer_create_if_missing(**fields) is not None)
+    """Create the demo offers that do not exist yet, each with a demo fleet of nodes that
+    holds its `fleet_units`; return how many offers were created."""
+    created = 0
+    for fields in demo_offers():
+        units = fields.pop("fleet_units")
+        offer = offer_create_if_missing(**fields)
+        if offer is not None:
+            fleet_create_for_offer(offer=offer, units=units, host_domain="demo.kernodeck.test")
+            created += 1
+    return created
 
 
 def demo_seed() -> list[DemoLogin]:

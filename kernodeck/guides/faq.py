@@ -6,10 +6,20 @@ from django.utils.translation import gettext_lazy as _
 
 
 @dataclass(frozen=True)
+class SupportLink:
+    """The ticket form an answer that mentions support links to."""
+
+    kind: str  # a support.Kind value
+    label: str
+    topic: str = ""
+
+
+@dataclass(frozen=True)
 class Entry:
     slug: str  # stable anchor, ascii, e.g. "which-gpu"
     question: str
     answer: str
+    support: SupportLink | None = None
 
 
 @dataclass(frozen=True)
@@ -227,6 +237,7 @@ SECTIONS: tuple[Section, ...] = (
                     "guesswork; contact support with the order reference and the relevant payment "
                     "information."
                 ),
+                SupportLink("payment", _("Ask support about a payment"), "double-payment"),
             ),
             Entry(
                 "instructions-error",
@@ -292,6 +303,7 @@ SECTIONS: tuple[Section, ...] = (
                     "as proof that a run has started. If a date you need is missing, ask support "
                     "to confirm it."
                 ),
+                SupportLink("other", _("Ask support to confirm your dates"), "dates"),
             ),
             Entry(
                 "extend",
@@ -302,6 +314,7 @@ SECTIONS: tuple[Section, ...] = (
                     "confirmed for that request. Keep preparing your exports for the period "
                     "already planned until a change has been confirmed in your tracking."
                 ),
+                SupportLink("extension", _("Request an extension")),
             ),
             Entry(
                 "export-results",
@@ -383,6 +396,7 @@ SECTIONS: tuple[Section, ...] = (
                     "blocking you. Remove access secrets and avoid sending your whole dataset "
                     "when a reduced example is enough."
                 ),
+                SupportLink("problem", _("Report a problem")),
             ),
         ),
     ),

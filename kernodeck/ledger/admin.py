@@ -18,6 +18,8 @@ class LedgerEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "actor",
     ]
     list_filter = ["kind"]
+    # `actor` may be empty, which Django's automatic select_related skips: name both.
+    list_select_related = ["account", "actor"]
     search_fields = ["account__email", "memo", "order__reference"]
     date_hierarchy = "created_at"
 
@@ -28,5 +30,6 @@ class LedgerEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 @admin.register(TopUp)
 class TopUpAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["id", "account", "amount_usd", "status", "created_at", "credited_at"]
+    list_select_related = ["account"]
     list_filter = ["status", "amount_usd"]
     search_fields = ["account__email", "id"]

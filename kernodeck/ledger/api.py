@@ -10,6 +10,7 @@ from kernodeck.ledger import selectors, services
 from kernodeck.ledger.models import TOPUP_AMOUNTS
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.api import OrderOut
+from kernodeck.payments import selectors as payment_selectors
 from kernodeck.payments.api import IntentOut, intent_out
 from kernodeck.payments.methods import METHODS
 
@@ -53,9 +54,9 @@ class InsufficientOut(Schema):
 
 
 def topup_out(topup, intent=None) -> dict:
-    intent = (
-        intent or topup.intents.select_related("method", "order").order_by("-created_at").first()
-    )
+    if intent is None:
+        # Prefetched by topups_for (one query for the whole list), else one query here.
+        intent = next(iter(payment_selectors.intents_loaded(topup)), None)
     return {
         "id": str(topup.pk),
         "amount_usd": usd_str(topup.amount_usd),

@@ -46,6 +46,7 @@ class EntryKind(models.TextChoices):
     REFUND_CREDIT = "refund_credit", _("Refund")
     ADJUSTMENT = "adjustment", _("Adjustment by support")
     ORDER_CHARGE = "order_charge", _("Order paid from the balance")
+    EXTENSION_CHARGE = "extension_charge", _("Extension paid from the balance")
 
 
 CREDIT_KINDS = {
@@ -95,6 +96,13 @@ class LedgerEntry(models.Model):
         on_delete=models.PROTECT,
         related_name="ledger_entries",
     )
+    extension = models.ForeignKey(
+        "support.Extension",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="ledger_entries",
+    )
     memo = models.CharField(max_length=300, blank=True)
 
     class Meta:
@@ -110,6 +118,7 @@ class LedgerEntry(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(kind="order_charge", amount_usd__lt=0, order__isnull=False)
+                | Q(kind="extension_charge", amount_usd__lt=0, extension__isnull=False)
                 | Q(kind="adjustment") & ~Q(amount_usd=0)
                 | Q(
                     kind__in=[
@@ -127,6 +136,11 @@ class LedgerEntry(models.Model):
                 fields=["order"],
                 condition=Q(kind="order_charge"),
                 name="ledger_one_charge_per_order",
+            ),
+            models.UniqueConstraint(
+                fields=["extension"],
+                condition=Q(kind="extension_charge"),
+                name="ledger_one_charge_per_extension",
             ),
             models.UniqueConstraint(
                 fields=["order"],

@@ -4,6 +4,7 @@ from django.db.models import Sum
 
 from kernodeck.core import clock
 from kernodeck.ledger.models import LedgerEntry, TopUp, TopUpStatus
+from kernodeck.payments.selectors import intents_prefetch
 
 
 def balance_available(*, account) -> Decimal:
@@ -52,8 +53,11 @@ def statement(*, account):
 
 
 def topups_for(*, account):
+    """The account's top-ups, newest first, each with its instructions (one query for all)."""
     return (
-        TopUp.objects.filter(account=account).prefetch_related("intents").order_by("-created_at")
+        TopUp.objects.filter(account=account)
+        .prefetch_related(intents_prefetch())
+        .order_by("-created_at")
     )
 
 

@@ -348,3 +348,20 @@ def balance_adjust(*, account, amount_usd, actor, reason: str):
         actor=actor,
         memo=reason,
     )[0]
+
+
+def extension_charge(*, extension, actor):
+    """Charge an extension offer's price to the available balance. Once per extension
+    (the database refuses a second charge); the caller holds the extension's lock."""
+    try:
+        with transaction.atomic():
+            entry, _created = _append(
+                account_id=extension.order.owner_id,
+                kind=EntryKind.EXTENSION_CHARGE,
+                amount=-extension.price_usd,
+                actor=actor,
+                extension=extension,
+            )
+    except IntegrityError:
+        raise Conflict(_("The balance changed meanwhile; please try again.")) from None
+    return entry

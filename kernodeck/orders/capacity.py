@@ -1,39 +1,82 @@
-"""Fleet capacity: how many units of an offer orders hold right now.
+"""Fleet capacity: how many units of an offer can be ordered right now.
 
-Units are held by settled orders until their rental ends, and by unsettled orders until
-their hold lapses (`hold_until`). Cancelled orders hold nothing.
+The one figure the configurator, the catalog, the API, order registration and every
+settlement re-check use (`units_free`). It is derived from the fleet, not stored:
+
+    whole units that fit in the free GPU slots of the offer's `available` nodes
+  - units of settled orders still waiting for slots (queued, not yet allocated)
+  - units held by unsettled orders within their hold window (`hold_until`)
+
+A unit's GPUs sit on one node, so a node with 3 free slots offers one 2-GPU unit.
+Allocated slots (live rentals) are not free; ended rentals released theirs. Callers that
+act on the figure lock the offer row first (`orders.locks.lock_offer`).
 """
 
-from django.db.models import Q, Sum
+from collections import defaultdict
 
+from django.db.models import Count, Exists, OuterRef, Sum
+
+from kernodeck.catalog.models import Offer
 from kernodeck.core import clock
 from kernodeck.orders.models import RELEASED_RENTAL_STATES, Order, PaymentState
+from kernodeck.provisioning.models import Allocation, GpuSlot, NodeState
 
 
-def holding_orders():
-    return Order.objects.filter(
-        Q(payment_state=PaymentState.SETTLED) & ~Q(rental_state__in=RELEASED_RENTAL_STATES)
-        | Q(payment_state=PaymentState.AWAITING_PAYMENT, hold_until__gt=clock.now())
+def _live_allocation():
+    return Allocation.objects.filter(order=OuterRef("pk"), released_at__isnull=True)
+
+
+def orders_waiting_for_slots():
+    """Settled orders whose rental is live but holds no slot yet (queued or failed)."""
+    return (
+        Order.objects.filter(payment_state=PaymentState.SETTLED)
+        .exclude(rental_state__in=RELEASED_RENTAL_STATES)
+        .exclude(Exists(_live_allocation()))
     )
+
+
+def orders_on_hold():
+    """Unsettled orders whose hold window has not lapsed."""
+    return Order.objects.filter(
+        payment_state=PaymentState.AWAITING_PAYMENT, hold_until__gt=clock.now()
+    )
+
+
+def _units_by_offer(queryset, offer_ids) -> dict[int, int]:
+    rows = queryset.filter(offer_id__in=offer_ids).values("offer_id").annotate(n=Sum("units"))
+    return {row["offer_id"]: row["n"] for row in rows}
+
+
+def free_units_on_nodes(*, offer_ids) -> dict[int, int]:
+    """Whole units that fit in the free slots of available nodes, per offer id."""
+    per_unit = dict(Offer.objects.filter(pk__in=offer_ids).values_list("pk", "gpus_per_unit"))
+    free = (
+        GpuSlot.objects.filter(node__offer_id__in=offer_ids, node__state=NodeState.AVAILABLE)
+        .exclude(Exists(Allocation.objects.filter(slot=OuterRef("pk"), released_at=None)))
+        .values("node_id", "node__offer_id")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    units = defaultdict(int)
+    for row in free:
+        offer_id = row["node__offer_id"]
+        units[offer_id] += row["n"] // per_unit[offer_id]
+    return dict(units)
+
+
+def units_available_by_offer(*, offer_ids) -> dict[int, int]:
+    """Units orderable right now, for each offer id (every id present, never negative)."""
+    offer_ids = list(offer_ids)
+    free = free_units_on_nodes(offer_ids=offer_ids)
+    waiting = _units_by_offer(orders_waiting_for_slots(), offer_ids)
+    held = _units_by_offer(orders_on_hold(), offer_ids)
+    return {
+        offer_id: max(0, free.get(offer_id, 0) - waiting.get(offer_id, 0) - held.get(offer_id, 0))
+        for offer_id in offer_ids
+    }
 
 
 def units_free(*, offer) -> int:
-    """Units of `offer` no order holds right now: the one count every decision uses.
-
-    When the answer decides a write (registering, extending a lapsed hold, settling after
-    the hold lapsed), call it with the offer row locked (`orders.locks.lock_offer`), so
-    that concurrent decisions on the same offer queue behind each other.
-    """
-    held = units_held(offer_ids=[offer.pk]).get(offer.pk, 0)
-    return max(0, offer.units_total - held)
-
-
-def units_held(*, offer_ids) -> dict[int, int]:
-    """Units held per offer id (offers holding none are absent)."""
-    rows = (
-        holding_orders()
-        .filter(offer_id__in=list(offer_ids))
-        .values("offer_id")
-        .annotate(held=Sum("units"))
-    )
-    return {row["offer_id"]: row["held"] for row in rows}
+    """Units of this offer that an order (or a lapsed order's settlement) can take now."""
+    offer_id = getattr(offer, "pk", offer)
+    return units_available_by_offer(offer_ids=[offer_id])[offer_id]

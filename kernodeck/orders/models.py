@@ -29,11 +29,22 @@ PAYMENT_TRANSITIONS = {
 }
 RENTAL_TRANSITIONS = {
     RentalState.NOT_STARTED: {RentalState.QUEUED},
-    RentalState.QUEUED: {RentalState.PREPARING, RentalState.PROVISIONING_FAILED},
+    # Queued: waiting for free slots, then for preparation. A queued order that cannot be
+    # served is refunded, which ends it.
+    RentalState.QUEUED: {
+        RentalState.PREPARING,
+        RentalState.PROVISIONING_FAILED,
+        RentalState.ENDED,
+    },
     RentalState.PREPARING: {RentalState.ACTIVE, RentalState.PROVISIONING_FAILED},
     RentalState.ACTIVE: {RentalState.ENDED, RentalState.SUSPENDED},
     RentalState.SUSPENDED: {RentalState.ACTIVE, RentalState.ENDED},
-    RentalState.PROVISIONING_FAILED: {RentalState.QUEUED},
+    # Failed: retry on the same slots (preparing) or on new ones (queued), or refund (ended).
+    RentalState.PROVISIONING_FAILED: {
+        RentalState.PREPARING,
+        RentalState.QUEUED,
+        RentalState.ENDED,
+    },
     RentalState.ENDED: set(),
 }
 # Rentals in these states no longer hold fleet units.
@@ -74,6 +85,12 @@ class Order(models.Model):
     cancelled_at = models.DateTimeField(null=True, blank=True)
     starts_at = models.DateTimeField(null=True, blank=True)
     ends_at = models.DateTimeField(null=True, blank=True)
+    rental_state_changed_at = models.DateTimeField(null=True, blank=True)
+    rental_reason = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="Why the rental is where it is (waiting for slots, failure, suspension).",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -6,7 +6,8 @@ from kernodeck.catalog.quotes import Quote, quote
 from kernodeck.core.errors import Conflict, NotFound
 from kernodeck.core.selectors import audit_events_for
 from kernodeck.orders import capacity
-from kernodeck.orders.models import Order, PaymentState
+from kernodeck.orders.models import Order, PaymentState, RentalState
+from kernodeck.payments import selectors as payment_selectors
 
 
 def not_enough_units_message(*, available: int, gpu_model: str) -> str:
@@ -60,13 +61,20 @@ def orders_for(*, owner):
     return Order.objects.filter(owner=owner).order_by("-created_at", "-id")
 
 
-def order_get_for_owner(*, owner, reference: str) -> Order:
-    """The owner's order, or NotFound — also when the order belongs to someone else."""
-    order = (
-        Order.objects.filter(owner=owner, reference=str(reference or "").upper()[:16])
-        .select_related("offer")
-        .first()
-    )
+def orders_with_payments_for(*, owner):
+    """The owner's orders with all their payment instructions (and methods) loaded in one
+    more query per page, not one per order: the API lists each order's payments."""
+    return orders_for(owner=owner).prefetch_related(payment_selectors.intents_prefetch())
+
+
+def order_get_for_owner(*, owner, reference: str, with_payments: bool = False) -> Order:
+    """The owner's order, or NotFound — also when the order belongs to someone else.
+
+    `with_payments` loads its payment instructions too (see orders_with_payments_for)."""
+    orders = Order.objects.filter(owner=owner, reference=str(reference or "").upper()[:16])
+    if with_payments:
+        orders = orders.prefetch_related(payment_selectors.intents_prefetch())
+    order = orders.select_related("offer").first()
     if order is None:
         raise NotFound(_("No order with this reference on your account."))
     return order
@@ -77,11 +85,26 @@ TIMELINE_LABELS = {
     "order.cancelled": gettext_lazy("Order cancelled"),
     "order.settled": gettext_lazy("Payment settled"),
     "order.rental_state_changed": gettext_lazy("Rental state changed"),
+    "order.rental_allocated": gettext_lazy("GPUs allocated"),
+    "order.rental_extended": gettext_lazy("Rental extended"),
     "order.hold_extended": gettext_lazy("Unit hold extended"),
     "order.payment_instructions_created": gettext_lazy("Payment instructions created"),
     "order.payment_declared": gettext_lazy("Payment declared (“I have paid”)"),
     "order.payment_abandoned": gettext_lazy("Payment instructions abandoned"),
+    # Support (tickets and extensions about the order).
+    "order.ticket_opened": gettext_lazy("Support ticket opened"),
+    "order.extension_offered": gettext_lazy("Extension offered by support"),
+    "order.extension_declined": gettext_lazy("Extension declined by support"),
+    "order.extension_payment_created": gettext_lazy("Payment instructions for the extension"),
 }
+
+
+def _timeline_label(event) -> str:
+    if event.action == "order.rental_state_changed" and event.after.get("rental_state"):
+        state = event.after["rental_state"]
+        label = RentalState(state).label if state in RentalState.values else state
+        return _("Rental: %(state)s") % {"state": label}
+    return str(TIMELINE_LABELS.get(event.action, event.action))
 
 
 def order_timeline(*, order: Order):
@@ -91,7 +114,7 @@ def order_timeline(*, order: Order):
         {
             "at": event.created_at,
             "action": event.action,
-            "label": str(TIMELINE_LABELS.get(event.action, event.action)),
+            "label": _timeline_label(event),
             "by_customer": event.actor_id == order.owner_id,
             "data": event.after or event.data,
         }

@@ -236,4 +236,9 @@ def order_settle(*, order: Order, actor=None, cause: dict) -> Order:
             context={**_snapshot(order), "reference": order.reference},
             dedupe_key=f"payment_confirmed:{order.reference}",
         )
+        # Settlement and provisioning are separate stages: the rental enters the queue,
+        # and its slots are allocated by a task after commit.
+        from kernodeck.provisioning import services as provisioning_services
+
+        provisioning_services.rental_queue(order=order, actor=None)
     return order

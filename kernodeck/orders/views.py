@@ -13,6 +13,7 @@ from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.notifications import selectors as notification_selectors
 from kernodeck.orders import selectors, services
 from kernodeck.payments import selectors as payment_selectors
+from kernodeck.provisioning import selectors as provisioning_selectors
 
 ORDERS_PER_PAGE = 20
 CONFIG_KEYS = ("offer", "days", "units", "preparation")
@@ -91,6 +92,7 @@ def detail(request, reference):
             "reminder_banner": notification_selectors.rental_reminder_banner(
                 order=order, viewer=request.user
             ),
+            "rental": provisioning_selectors.rental_overview(order=order),
         },
     )
 

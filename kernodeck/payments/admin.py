@@ -64,6 +64,7 @@ class RateAdmin(admin.ModelAdmin):
     list_display = ["asset", "usd_per_coin", "source", "fetched_at", "entered_by"]
     list_filter = ["asset", "source"]
     date_hierarchy = "fetched_at"
+    list_select_related = ["entered_by"]
     form = ManualRateForm
 
     def has_add_permission(self, request):
@@ -123,6 +124,7 @@ class TransferAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["network", "kind", "asset"]
     search_fields = ["txid", "address", "intent__id"]
     date_hierarchy = "first_seen_at"
+    list_select_related = ["intent"]
 
 
 @admin.register(ChainState)

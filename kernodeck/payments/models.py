@@ -123,18 +123,26 @@ class ClosedReason(models.TextChoices):
 class Purpose(models.TextChoices):
     ORDER = "order", _("Order")
     TOPUP = "topup", _("Top-up")
+    EXTENSION = "extension", _("Rental extension")
 
 
 class PaymentIntent(models.Model):
     """One set of payment instructions: method, address, exact amount, expiry."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    purpose = models.CharField(max_length=8, choices=Purpose.choices)
+    purpose = models.CharField(max_length=12, choices=Purpose.choices)
     order = models.ForeignKey(
         Order, null=True, blank=True, on_delete=models.PROTECT, related_name="intents"
     )
     topup = models.ForeignKey(
         "ledger.TopUp", null=True, blank=True, on_delete=models.PROTECT, related_name="intents"
+    )
+    extension = models.ForeignKey(
+        "support.Extension",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="intents",
     )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="payment_intents"
@@ -196,8 +204,24 @@ class PaymentIntent(models.Model):
                 condition=Q(amount_usd__gt=0), name="payments_intent_amount_usd"
             ),
             models.CheckConstraint(
-                condition=Q(purpose="order", order__isnull=False, topup__isnull=True)
-                | Q(purpose="topup", topup__isnull=False, order__isnull=True),
+                condition=Q(
+                    purpose="order",
+                    order__isnull=False,
+                    topup__isnull=True,
+                    extension__isnull=True,
+                )
+                | Q(
+                    purpose="topup",
+                    topup__isnull=False,
+                    order__isnull=True,
+                    extension__isnull=True,
+                )
+                | Q(
+                    purpose="extension",
+                    extension__isnull=False,
+                    order__isnull=True,
+                    topup__isnull=True,
+                ),
                 name="payments_intent_order_purpose",
             ),
             # An address is handed out once: never to two intents (Solana shares one

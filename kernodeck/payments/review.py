@@ -101,7 +101,26 @@ def review_accept_and_settle(*, intent_id, actor, reason: str) -> PaymentIntent:
         intent = _locked_open_case(intent_id)
         value = received_usd(intent)
         details = {"received_usd": usd_str(value)}
-        if intent.purpose == Purpose.ORDER:
+        if intent.purpose == Purpose.EXTENSION:
+            from kernodeck.support import services as support_services
+
+            support_services.extension_settle(
+                extension_id=intent.extension_id,
+                intent_id=intent.pk,
+                actor=actor,
+                cause={"payment": str(intent.pk), "review": reason},
+            )
+            excess = value - intent.amount_usd
+            if intent.status == IntentStatus.OVERPAID and excess > 0:
+                ledger_services.balance_credit_payment(
+                    intent=intent,
+                    amount_usd=excess,
+                    kind=EntryKind.OVERPAYMENT_CREDIT,
+                    actor=actor,
+                    memo=reason,
+                )
+                details["excess_credited_usd"] = usd_str(excess)
+        elif intent.purpose == Purpose.ORDER:
             if intent.order.payment_state == PaymentState.SETTLED:
                 # Settled by other means (balance, another payment): this one is extra.
                 raise Conflict(

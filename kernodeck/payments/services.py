@@ -190,6 +190,7 @@ def payment_intent_create(
     purpose: str,
     order=None,
     topup=None,
+    extension=None,
     actor=None,
     now=None,
 ) -> PaymentIntent:
@@ -226,6 +227,7 @@ def payment_intent_create(
             purpose=purpose,
             order=order,
             topup=topup,
+            extension=extension,
             owner=owner,
             method=method,
             chain=method.chain,

@@ -258,6 +258,14 @@ def _allocate(intent: PaymentIntent) -> None:
         with transaction.atomic():
             if intent.purpose == Purpose.ORDER:
                 order_services.order_settle(order=intent.order, cause={"payment": str(intent.pk)})
+            elif intent.purpose == Purpose.EXTENSION:
+                from kernodeck.support import services as support_services
+
+                support_services.extension_settle(
+                    extension_id=intent.extension_id,
+                    intent_id=intent.pk,
+                    cause={"payment": str(intent.pk)},
+                )
             else:
                 from kernodeck.ledger import services as ledger_services
 

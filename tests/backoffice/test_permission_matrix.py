@@ -30,8 +30,10 @@ from kernodeck.payments.models import (
     Resolution,
     Transfer,
 )
+from kernodeck.provisioning import services as provisioning_services
+from kernodeck.provisioning.models import Node
 from tests.accounts.test_ssh_keys import openssh_public
-from tests.factories import make_offer, make_order, make_user
+from tests.factories import make_offer, make_order, make_settled_order, make_user
 from tests.ledger.helpers import funded_account, pay_topup
 
 pytestmark = pytest.mark.django_db
@@ -97,13 +99,37 @@ def world(configured, fresh_rates):
     Group.objects.create(name="Someone else's group")
     intent.refresh_from_db()
     assert intent.status == IntentStatus.OVERPAID
-    return {"intent": intent, "transfer": stray, "order": order}
+    # A rental with its allocation and an access delivery, for the desk and fleet pages.
+    rental = make_settled_order(owner=order.owner)
+    provisioning_services.rental_allocate(order=rental)
+    provisioning_services.rental_prepare(order=rental, actor=staff)
+    provisioning_services.rental_deliver(
+        order=rental, host="gpu-01.example.org", port=22, user="kd-rental", actor=staff
+    )
+    node = Node.objects.order_by("pk").first()
+    return {"intent": intent, "transfer": stray, "order": order, "rental": rental, "node": node}
 
 
 def _object_id(model):
     obj = model.objects.order_by("pk").first()
     assert obj is not None, f"add a {model.__name__} to the matrix's fixture"
     return str(obj.pk)
+
+
+def _support_ticket(world):
+    """A customer's problem ticket with one attachment (made once per test)."""
+    from kernodeck.support import services as support_services
+
+    if "ticket" not in world:
+        world["ticket"] = support_services.ticket_create(
+            owner=world["order"].owner,
+            kind="problem",
+            subject="Crash",
+            body="It fails.",
+            order=world["order"].reference,
+            attachments=[support_services.Upload(name="run.log", data=b"step 1\n")],
+        )
+    return world["ticket"]
 
 
 def _target(name, view, world):
@@ -118,7 +144,28 @@ def _target(name, view, world):
             "backoffice:intent_case": lambda: reverse(name, args=[world["intent"].pk]),
             "backoffice:transfer_case": lambda: reverse(name, args=[world["transfer"].pk]),
             "notifications:outbox": lambda: reverse(name),
+            "desk:rentals": lambda: reverse(name),
+            "desk:fleet": lambda: reverse(name),
+            "desk:rental": lambda: reverse(name, args=[world["rental"].reference]),
+            "desk:deliver": lambda: reverse(name, args=[world["rental"].reference]),
+            "desk:access": lambda: reverse(name, args=[world["rental"].reference]),
+            "desk:action": lambda: reverse(name, args=[world["rental"].reference, "suspend"]),
+            "desk:node_state": lambda: reverse(name, args=[world["node"].name]),
+            "backoffice_nodes:list": lambda: reverse(name),
+            "backoffice_nodes:detail": lambda: reverse(name, args=[world["node"].name]),
             "notifications:outbox_retry": lambda: reverse(name, args=[_object_id(OutboxMessage)]),
+            "support_staff:inbox": lambda: reverse(name),
+            "support_staff:ticket": lambda: reverse(name, args=[_support_ticket(world).pk]),
+            "support_staff:canned": lambda: reverse(
+                name, args=[_support_ticket(world).pk, "export_advice"]
+            ),
+            "support_staff:attachment": lambda: reverse(
+                name,
+                args=[
+                    _support_ticket(world).pk,
+                    _support_ticket(world).messages.get().attachments.get().pk,
+                ],
+            ),
         }.get(name)
         assert url, f"add {name} and its object to the matrix's fixture"
         return url(), perms

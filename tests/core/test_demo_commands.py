@@ -3,7 +3,10 @@
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+from kernodeck.demo.simulator import make_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,6 +43,41 @@ def test_watch_chains_runs_with_the_demo_variables_alone(tmp_path):
     assert "KERNODECK_SECRET_KEY is required" not in result.stderr
     assert (tmp_path / "demo-secret-key").exists()
     assert (tmp_path / "kernodeck.db").exists()
+    # It says which networks it would contact: none, with no demo chain simulator running.
+    assert "bitcoin: no chain API configured" in result.stdout
+    assert "solana: no chain API configured" in result.stdout
+
+    # With the demo's chain simulator running (its port file under var/), it watches that.
+    server = make_server(tmp_path / "chain-simulator.json")
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    port = server.server_address[1]
+    (tmp_path / "chain-simulator.port").write_text(str(port))
+    try:
+        result = kernodeck("watch_chains", "--once", env=env)
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:5] == [
+        f"bitcoin: http://127.0.0.1:{port}/bitcoin/api",
+        f"litecoin: http://127.0.0.1:{port}/litecoin/api",
+        f"ethereum: http://127.0.0.1:{port}/ethereum",
+        f"tron: http://127.0.0.1:{port}/tron",
+        f"solana: http://127.0.0.1:{port}/solana",
+    ]
+    # One pass over each simulated network, none failing.
+    assert [line.split()[0] for line in lines[5:]] == [
+        "network=bitcoin",
+        "network=litecoin",
+        "network=ethereum",
+        "network=tron",
+        "network=solana",
+    ]
+    assert "error=" not in result.stdout
 
 
 def test_without_demo_mode_a_command_still_needs_the_secret_key(tmp_path):

@@ -130,6 +130,10 @@ def test_the_demo_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path):
         status, page = get(f"{base}/")
         assert status == 200
         assert b"demo" in page.lower()
+        # The chain simulator runs beside web and worker, on the port it wrote under var/.
+        simulator = f"http://127.0.0.1:{(tmp_path / 'chain-simulator.port').read_text()}"
+        status, tip = get(f"{simulator}/bitcoin/api/blocks/tip/height")
+        assert (status, tip.isdigit()) == (200, True)
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -139,4 +143,9 @@ def test_the_demo_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path):
     log = process.stdout.read().decode()
     assert "operator@kernodeck.test" in log
     assert "Demo stopped." in log
+    assert f"chain simulator: {simulator}" in log
     assert process.returncode == 0
+    assert not (tmp_path / "chain-simulator.port").exists()
+    assert (tmp_path / "chain-simulator.json").exists()
+    with pytest.raises(OSError):
+        get(f"{simulator}/bitcoin/api/blocks/tip/height")

@@ -25,7 +25,14 @@ def _name(po: Path) -> str:
 def test_the_project_and_app_catalogues_are_found():
     names = {_name(po) for po in CATALOGUES}
 
-    assert {"locale", "notifications/locale", "sizing/locale"} <= names
+    assert {
+        "locale",
+        "demo/locale",
+        "notifications/locale",
+        "provisioning/locale",
+        "sizing/locale",
+        "support/locale",
+    } <= names
 
 
 @pytest.mark.parametrize("po", CATALOGUES, ids=_name)

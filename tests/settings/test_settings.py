@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+FIELD_KEY = "bWFkZS11cC10ZXN0LWtleS1mb3Itc2V0dGluZ3MtMDA="  # 32 bytes, a test value
 
 
 def run_kernodeck(tmp_path, *args, **env):
@@ -43,10 +44,32 @@ def test_production_settings_pass_the_deploy_check(tmp_path):
         "WARNING",
         KERNODECK_SECRET_KEY="k" * 20 + "Zq8-veryRandomLookingSecret_value_42x",
         KERNODECK_ALLOWED_HOSTS="gpu.example.org",
+        KERNODECK_FIELD_KEYS=FIELD_KEY,
     )
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues (0 silenced)." in result.stdout
+
+
+def test_the_deploy_check_refuses_production_without_field_keys(tmp_path):
+    result = run_kernodeck(
+        tmp_path,
+        "check",
+        "--deploy",
+        KERNODECK_SECRET_KEY="k" * 20 + "Zq8-veryRandomLookingSecret_value_42x",
+        KERNODECK_ALLOWED_HOSTS="gpu.example.org",
+    )
+
+    assert result.returncode == 1
+    assert "provisioning.E001" in result.stderr
+    assert "KERNODECK_FIELD_KEYS is not set" in result.stderr
+
+
+def test_a_field_key_that_is_not_a_fernet_key_stops_the_process(tmp_path):
+    result = run_kernodeck(tmp_path, "check", KERNODECK_DEBUG="1", KERNODECK_FIELD_KEYS="short")
+
+    assert result.returncode != 0
+    assert "KERNODECK_FIELD_KEYS must be comma-separated Fernet keys" in result.stderr
 
 
 def test_bad_boolean_is_a_clear_configuration_error(tmp_path):

@@ -1,5 +1,7 @@
 """Which adapter watches which network, built from settings (base URLs)."""
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 
 from kernodeck.payments import methods, registry
@@ -16,6 +18,17 @@ def api_url(network: str) -> str:
         "tron": settings.KERNODECK_TRON_API_URL,
         "solana": settings.KERNODECK_SOLANA_RPC_URL,
     }[network]
+
+
+def api_url_shown(network: str) -> str:
+    """The network's API URL for people to read: no query, no user info, and path
+    segments long enough to be API keys (Infura's /v3/<key>) replaced by "…"."""
+    parts = urlsplit(api_url(network))
+    if not parts.scheme:
+        return ""
+    path = "/".join("…" if len(segment) >= 24 else segment for segment in parts.path.split("/"))
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}{path}"
 
 
 def configured_networks() -> list[str]:

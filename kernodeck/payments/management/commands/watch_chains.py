@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections, connection
 
 from kernodeck.payments import watching
+from kernodeck.payments.chains.adapters import NETWORKS, api_url_shown
 
 logger = logging.getLogger(__name__)
 
@@ -20,6 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("--once", action="store_true", help="One pass, then exit.")
 
     def handle(self, *args, once=False, **options):
+        for network in NETWORKS:  # say whom this will contact, before contacting anyone
+            self.stdout.write(f"{network}: {api_url_shown(network) or 'no chain API configured'}")
         while True:
             try:
                 reports = watching.watch_all()

@@ -1,0 +1,157 @@
+"""The staff inbox: tickets by status and age, a ticket beside its order, replies, offers.
+
+Only staff holding `support.answer_ticket` get in; other signed-in people get a 403 and
+anonymous visitors the sign-in page.
+"""
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+
+from kernodeck.backoffice.permissions import permission_required
+from kernodeck.core.errors import NotFound, ServiceError
+from kernodeck.core.forms import add_service_error
+from kernodeck.orders import selectors as order_selectors
+from kernodeck.payments import selectors as payment_selectors
+from kernodeck.support import canned, selectors, services
+from kernodeck.support.forms import DeclineForm, OfferForm, StaffReplyForm, StatusForm
+from kernodeck.support.models import Kind, Status
+from kernodeck.support.views import attachment_response
+
+PERMISSION = "support.answer_ticket"
+
+
+# Staff holding the support permission; a 403 page for anyone else who is signed in.
+support_staff_required = permission_required(PERMISSION)
+
+
+def _ticket(ticket_id):
+    try:
+        return selectors.ticket_get_for_staff(ticket_id=ticket_id)
+    except NotFound:
+        raise Http404 from None
+
+
+@support_staff_required
+def inbox(request):
+    status = request.GET.get("status", "")
+    kind = request.GET.get("kind", "")
+    counts = selectors.inbox_counts()
+    return render(
+        request,
+        "backoffice/support_inbox.html",
+        {
+            "tickets": selectors.inbox(status=status, kind=kind)[:200],
+            "statuses": [(code, label, counts[code]) for code, label in Status.choices],
+            "kinds": Kind.choices,
+            "status": status,
+            "kind": kind,
+        },
+    )
+
+
+@support_staff_required
+def ticket_case(request, ticket_id):
+    ticket = _ticket(ticket_id)
+    form_name = request.POST.get("form") if request.method == "POST" else None
+    reply_form = StaffReplyForm(request.POST if form_name == "reply" else None)
+    reply_form.fields["canned"].choices = [("", "—")] + [
+        (key, str(title)) for key, (title, _text) in canned.CANNED.items()
+    ]
+    status_form = StatusForm(
+        request.POST if form_name == "status" else None, initial={"status": ticket.status}
+    )
+    offer_form = OfferForm(request.POST if form_name == "offer" else None)
+    decline_form = DeclineForm(request.POST if form_name == "decline" else None)
+    extension = selectors.extension_open_for(order=ticket.order) if ticket.order else None
+    if extension is not None and extension.ticket_id != ticket.pk:
+        extension = None
+    if request.method == "POST":
+        try:
+            if form_name == "reply" and reply_form.is_valid():
+                services.ticket_message_add(
+                    ticket=ticket,
+                    author=request.user,
+                    body=reply_form.cleaned_data["body"],
+                    from_staff=True,
+                    status=reply_form.cleaned_data["status"],
+                )
+                messages.success(request, "Reply sent; the customer is e-mailed.")
+                return redirect("support_staff:ticket", ticket_id=ticket.pk)
+            if form_name == "status" and status_form.is_valid():
+                services.ticket_status_set(
+                    ticket=ticket, status=status_form.cleaned_data["status"], actor=request.user
+                )
+                return redirect("support_staff:ticket", ticket_id=ticket.pk)
+            if form_name == "offer" and offer_form.is_valid() and extension is not None:
+                services.extension_offer(
+                    extension=extension,
+                    days=offer_form.cleaned_data["days"],
+                    price_usd=offer_form.cleaned_data["price_usd"] or None,
+                    valid_until=offer_form.cleaned_data["valid_until"],
+                    actor=request.user,
+                )
+                messages.success(request, "Offer sent to the customer.")
+                return redirect("support_staff:ticket", ticket_id=ticket.pk)
+            if form_name == "decline" and decline_form.is_valid() and extension is not None:
+                services.extension_decline(
+                    extension=extension,
+                    reason=decline_form.cleaned_data["reason"],
+                    actor=request.user,
+                )
+                messages.success(request, "Extension declined.")
+                return redirect("support_staff:ticket", ticket_id=ticket.pk)
+        except ServiceError as exc:
+            target = {
+                "reply": reply_form,
+                "status": status_form,
+                "offer": offer_form,
+                "decline": decline_form,
+            }.get(form_name, reply_form)
+            add_service_error(target, exc)
+    order = ticket.order
+    return render(
+        request,
+        "backoffice/support_ticket.html",
+        {
+            "ticket": ticket,
+            "thread": selectors.ticket_messages(ticket=ticket),
+            "field_rows": selectors.ticket_field_rows(ticket=ticket),
+            "extensions": selectors.extensions_of(ticket=ticket),
+            "extension": extension,
+            "order": order,
+            "timeline": order_selectors.order_timeline(order=order) if order else [],
+            "intents": payment_selectors.intents_for_order(order=order) if order else [],
+            "reply_form": reply_form,
+            "status_form": status_form,
+            "offer_form": offer_form,
+            "decline_form": decline_form,
+            "default_price": services.extension_default_price(
+                order=order, days=extension.requested_days
+            )
+            if extension is not None and extension.requested_days
+            else None,
+            "staff_view": True,
+        },
+        status=422 if request.method == "POST" else 200,
+    )
+
+
+@support_staff_required
+def canned_answer(request, ticket_id, key):
+    """htmx: the reply box filled with a canned answer for this ticket's order."""
+    ticket = _ticket(ticket_id)
+    if key not in canned.CANNED:
+        raise Http404
+    text = canned.canned_text(key, reference=ticket.order.reference if ticket.order else None)
+    return HttpResponse(StaffReplyForm(initial={"body": text})["body"].as_widget())
+
+
+@support_staff_required
+def attachment(request, ticket_id, attachment_id):
+    ticket = _ticket(ticket_id)
+    try:
+        item = selectors.attachment_get(ticket=ticket, attachment_id=attachment_id)
+    except NotFound:
+        raise Http404 from None
+    return attachment_response(item)

@@ -1,0 +1,258 @@
+"""The operators' API under /api/v1/ops: the desk's actions for scripts.
+
+Tokens of staff accounts holding `provisioning.operate_rentals` only; any other token is
+refused with 403 (a customer's token included). Access details need
+`provisioning.view_access` as well, and every read of them is audited.
+"""
+
+from datetime import datetime
+from typing import Literal
+
+from django.utils.translation import gettext as _
+from ninja import Router, Schema, Status
+
+from kernodeck.catalog import selectors as catalog_selectors
+from kernodeck.core.errors import NotAllowed, NotFound
+from kernodeck.core.requests import client_ip
+from kernodeck.orders.models import RentalState
+from kernodeck.provisioning import node_health, selectors, services
+from kernodeck.provisioning.drivers.ssh import fingerprint
+from kernodeck.provisioning.models import DriverCode, NodeState
+
+router = Router(tags=["operators"])
+
+OPERATE = "provisioning.operate_rentals"
+VIEW_ACCESS = "provisioning.view_access"
+
+
+def _operator(request, permission: str = OPERATE):
+    user = request.auth
+    if not (user.is_active and user.is_staff and user.has_perm(permission)):
+        raise NotAllowed(_("This needs an operator's token with the provisioning permission."))
+    return user
+
+
+class AllocationOut(Schema):
+    node: str
+    slots: list[int]
+
+
+class RentalOut(Schema):
+    reference: str
+    rental_state: str
+    rental_reason: str
+    offer: str
+    gpus: int
+    units: int
+    days: int
+    preparation: str
+    customer: str
+    ssh_keys: list[str]
+    waiting_seconds: int
+    starts_at: datetime | None
+    ends_at: datetime | None
+    allocation: list[AllocationOut]
+
+
+def rental_out(order) -> dict:
+    return {
+        "reference": order.reference,
+        "rental_state": order.rental_state,
+        "rental_reason": order.rental_reason,
+        "offer": order.offer_slug,
+        "gpus": order.gpus,
+        "units": order.units,
+        "days": order.days,
+        "preparation": order.preparation,
+        "customer": order.owner.email,
+        "ssh_keys": selectors.ssh_key_fingerprints(order),
+        "waiting_seconds": selectors.waiting_seconds(order),
+        "starts_at": order.starts_at,
+        "ends_at": order.ends_at,
+        "allocation": selectors.allocation_of(order),
+    }
+
+
+@router.get("/rentals", response=list[RentalOut])
+def rentals(request, state: str = ""):
+    """Rentals to work on, oldest waiting first: queued, preparing and failed by default."""
+    _operator(request)
+    if state and state not in RentalState.values:
+        raise NotFound(_("Unknown rental state."))
+    return [rental_out(order) for order in selectors.rentals_for_desk(state=state)[:500]]
+
+
+class ReasonIn(Schema):
+    reason: str = ""
+    new_slots: bool = False
+
+
+ACTIONS = {
+    "prepare": lambda order, body, actor: services.rental_prepare(order=order, actor=actor),
+    "fail": lambda order, body, actor: services.rental_fail(
+        order=order, reason=body.reason, actor=actor
+    ),
+    "retry": lambda order, body, actor: services.rental_retry(
+        order=order, actor=actor, new_slots=body.new_slots
+    ),
+    "refund": lambda order, body, actor: services.rental_refund(
+        order=order, reason=body.reason, actor=actor
+    ),
+    "suspend": lambda order, body, actor: services.rental_suspend(
+        order=order, reason=body.reason, actor=actor
+    ),
+    "resume": lambda order, body, actor: services.rental_resume(
+        order=order, reason=body.reason, actor=actor
+    ),
+    "end": lambda order, body, actor: services.rental_end(
+        order=order, reason=body.reason, actor=actor
+    ),
+}
+
+
+class DeliverIn(Schema):
+    host: str
+    port: int
+    user: str
+    url: str = ""
+    token: str = ""
+
+
+@router.post("/rentals/{reference}/deliver", response=RentalOut)
+def rental_deliver(request, reference: str, payload: DeliverIn):
+    """Deliver access (starts the clock). The token, if any, is stored encrypted."""
+    actor = _operator(request)
+    order = selectors.rental_get(reference=reference)
+    order = services.rental_deliver(order=order, actor=actor, **payload.dict())
+    return rental_out(order)
+
+
+# Registered before the {action} route, which would otherwise take "access".
+class AccessOut(Schema):
+    host: str
+    port: int
+    user: str
+    ssh_command: str
+    url: str
+    token: str
+
+
+@router.get("/rentals/{reference}/access", response=AccessOut)
+def rental_access(request, reference: str):
+    """The delivered access of a rental (needs `view_access`; every read is audited)."""
+    actor = _operator(request, VIEW_ACCESS)
+    order = selectors.rental_get(reference=reference)
+    return services.access_reveal_to_staff(order=order, actor=actor, ip=client_ip(request))
+
+
+@router.post("/rentals/{reference}/{action}", response=RentalOut)
+def rental_action(
+    request,
+    reference: str,
+    action: Literal["prepare", "fail", "retry", "refund", "suspend", "resume", "end"],
+    payload: ReasonIn | None = None,
+):
+    """One move of the rental: prepare, fail, retry, refund, suspend, resume or end
+    (`reason` required for fail, refund, suspend, resume and end)."""
+    actor = _operator(request)
+    order = selectors.rental_get(reference=reference)
+    order = ACTIONS[action](order, payload or ReasonIn(), actor)
+    return rental_out(order)
+
+
+class NodeOut(Schema):
+    name: str
+    offer: str
+    gpu_count: int
+    host: str
+    port: int
+    driver: str
+    state: str
+    state_reason: str
+    slots_busy: int
+    health: dict
+    health_checked_at: datetime | None
+    # ssh nodes: the pinned host key's fingerprint and the key the node offers when none is
+    # pinned or it changed (accept it with POST /ops/nodes/{name}/host-key).
+    host_key_fingerprint: str
+    host_key_offered: str
+    retention_hours: int
+
+    @staticmethod
+    def resolve_offer(obj):
+        return obj.offer.slug
+
+    @staticmethod
+    def resolve_host_key_fingerprint(obj):
+        return fingerprint(obj.host_key) if obj.host_key else ""
+
+
+class NodeIn(Schema):
+    name: str
+    offer: str
+    gpu_count: int
+    host: str
+    port: int = 22
+    driver: Literal["manual", "ssh"] = DriverCode.MANUAL
+    admin_user: str = ""
+    notes: str = ""
+
+
+class NodeStateIn(Schema):
+    state: Literal["available", "draining", "maintenance", "retired"]
+    reason: str
+
+
+@router.get("/nodes", response=list[NodeOut])
+def nodes(request):
+    _operator(request)
+    return list(selectors.nodes_with_slots())
+
+
+@router.post("/nodes", response={201: NodeOut})
+def node_create(request, payload: NodeIn):
+    """Add a node: its GPUs become slots and count in the catalog at once."""
+    actor = _operator(request)
+    offer = catalog_selectors.offer_get(slug=payload.offer)
+    node = services.node_create(actor=actor, **{**payload.dict(), "offer": offer})
+    return Status(201, selectors.nodes_with_slots().get(pk=node.pk))
+
+
+@router.post("/nodes/{name}/state", response=NodeOut)
+def node_state(request, name: str, payload: NodeStateIn):
+    actor = _operator(request)
+    node = selectors.node_get(name=name)
+    services.node_state_set(
+        node=node, state=NodeState(payload.state), reason=payload.reason, actor=actor
+    )
+    return selectors.nodes_with_slots().get(pk=node.pk)
+
+
+class HostKeyIn(Schema):
+    offered: str
+
+
+@router.post("/nodes/{name}/host-key", response=NodeOut)
+def node_host_key_accept(request, name: str, payload: HostKeyIn):
+    """Pin the host key the node offers (the one you compared on the machine)."""
+    actor = _operator(request)
+    node = selectors.node_get(name=name)
+    node_health.node_host_key_accept(node=node, offered=payload.offered, actor=actor)
+    return selectors.nodes_with_slots().get(pk=node.pk)
+
+
+class NodeSshIn(Schema):
+    retention_hours: int = 0
+    agent_dir: str = "/var/lib/kernodeck"
+    torch_index_url: str = ""
+    inference_model: str = ""
+    recipes: dict[str, str] = {}
+
+
+@router.post("/nodes/{name}/ssh", response=NodeOut)
+def node_ssh_settings(request, name: str, payload: NodeSshIn):
+    """How the ssh driver runs the node: retention, agent folder, wheels, model, recipes."""
+    actor = _operator(request)
+    node = selectors.node_get(name=name)
+    node_health.node_ssh_settings_update(node=node, actor=actor, **payload.dict())
+    return selectors.nodes_with_slots().get(pk=node.pk)

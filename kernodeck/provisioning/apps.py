@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class ProvisioningConfig(AppConfig):
+    name = "kernodeck.provisioning"
+    verbose_name = "Provisioning"
+
+    def ready(self):
+        # A bad KERNODECK_FIELD_KEYS or driver setting stops the process at start-up.
+        from kernodeck.provisioning import checks, drivers, secrets  # noqa: F401 (checks)
+
+        secrets.keys_check()
+        drivers.drivers_check()

@@ -1,0 +1,179 @@
+"""The fleet (nodes and their GPU slots), the slots a rental holds, and access deliveries.
+
+The rental's state itself lives on `orders.Order` (`rental_state`, `starts_at`, `ends_at`),
+next to the payment state, so one row says where an order stands; this app holds the
+hardware side: which slots an order runs on, and what access was delivered for it.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from kernodeck.catalog.models import Offer
+from kernodeck.orders.models import Order
+
+MAX_NODE_GPUS = 64
+
+
+class NodeState(models.TextChoices):
+    AVAILABLE = "available", _("Available")
+    DRAINING = "draining", _("Draining")
+    MAINTENANCE = "maintenance", _("Maintenance")
+    RETIRED = "retired", _("Retired")
+
+
+class DriverCode(models.TextChoices):
+    MANUAL = "manual", _("Manual (operator)")
+    SSH = "ssh", _("SSH (automated)")
+
+
+class Node(models.Model):
+    """A machine of the fleet: every GPU in it is of the offer it serves.
+
+    Only `available` nodes take new rentals; `draining` ones finish what they run.
+    """
+
+    name = models.SlugField(max_length=64, unique=True)
+    offer = models.ForeignKey(Offer, on_delete=models.PROTECT, related_name="nodes")
+    gpu_count = models.PositiveSmallIntegerField()
+    host = models.CharField(max_length=253, help_text="SSH host customers connect to.")
+    port = models.PositiveIntegerField(default=22)
+    admin_user = models.CharField(
+        max_length=32, blank=True, help_text="The account an automated driver logs in as."
+    )
+    driver = models.CharField(max_length=16, choices=DriverCode.choices, default="manual")
+    state = models.CharField(max_length=16, choices=NodeState.choices, default="available")
+    state_reason = models.CharField(max_length=300, blank=True)
+    notes = models.TextField(blank=True)
+    health = models.JSONField(default=dict, blank=True, help_text="The last inspect() report.")
+    health_checked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    # The ssh driver: the host key an operator accepted (pinned), the one the node offers
+    # when it differs or none is pinned yet, and how the agent runs on the node.
+    host_key = models.CharField(max_length=1000, blank=True, help_text="Pinned SSH host key.")
+    host_key_offered = models.CharField(max_length=1000, blank=True)
+    agent_dir = models.CharField(max_length=200, default="/var/lib/kernodeck")
+    retention_hours = models.PositiveSmallIntegerField(
+        default=0, help_text="Hours a finished rental's workspace is kept before it is wiped."
+    )
+    recipes = models.JSONField(
+        default=dict, blank=True, help_text="Preparation code -> shell run as the rental account."
+    )
+    torch_index_url = models.CharField(max_length=300, blank=True)
+    inference_model = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["offer__sort_order", "name"]
+        permissions = [
+            ("operate_rentals", "Can operate rentals and the fleet (provisioning desk)"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(gpu_count__gte=1, gpu_count__lte=MAX_NODE_GPUS),
+                name="provisioning_node_gpu_count_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(port__gte=1, port__lte=65535),
+                name="provisioning_node_port_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(state__in=NodeState.values),
+                name="provisioning_node_state_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(driver__in=DriverCode.values),
+                name="provisioning_node_driver_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(retention_hours__lte=8760),
+                name="provisioning_node_retention_at_most_a_year",
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class GpuSlot(models.Model):
+    """One GPU of a node, by its index on the node (what CUDA_VISIBLE_DEVICES names)."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="slots")
+    index = models.PositiveSmallIntegerField()
+    uuid = models.CharField(max_length=64, blank=True, help_text="GPU UUID, if known.")
+
+    class Meta:
+        ordering = ["node", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "index"], name="provisioning_slot_node_index"),
+        ]
+
+    def __str__(self):
+        return f"{self.node.name}/{self.index}"
+
+
+class Allocation(models.Model):
+    """A slot held by an order's rental from allocation until it is released.
+
+    The partial unique constraint is the guarantee: a slot holds at most one live rental,
+    whatever the code above it does.
+    """
+
+    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="allocations")
+    slot = models.ForeignKey(GpuSlot, on_delete=models.PROTECT, related_name="allocations")
+    unit = models.PositiveSmallIntegerField(help_text="Which unit of the order (0-based).")
+    allocated_at = models.DateTimeField()
+    released_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["order", "unit", "slot__node__name", "slot__index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["slot"],
+                condition=models.Q(released_at__isnull=True),
+                name="provisioning_allocation_one_live_rental_per_slot",
+            ),
+        ]
+        indexes = [models.Index(fields=["order", "released_at"])]
+
+    def __str__(self):
+        return f"{self.order.reference} → {self.slot}"
+
+
+class Delivery(models.Model):
+    """The access delivered for an order: who, when, where to connect. Never edited.
+
+    The secret (notebook token, inference API key) is stored only as MultiFernet ciphertext
+    (`provisioning.secrets`); when the rental ends the ciphertext is erased and
+    `revoked_at` set — the one change a delivery ever sees.
+    """
+
+    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="deliveries")
+    host = models.CharField(max_length=253)
+    port = models.PositiveIntegerField()
+    user = models.CharField(max_length=32)
+    url = models.CharField(max_length=300, blank=True, help_text="Notebook or inference URL.")
+    secret_ciphertext = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The operator; empty when a driver delivered it.",
+    )
+    created_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "deliveries"
+        permissions = [("view_access", "Can view customers' access details (audited)")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(port__gte=1, port__lte=65535),
+                name="provisioning_delivery_port_range",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.order.reference} @ {self.created_at:%Y-%m-%d %H:%M}"

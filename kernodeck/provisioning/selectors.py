@@ -1,0 +1,388 @@
+"""Provisioning reads: the fleet, the desk's queues, the specs drivers receive, access."""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.db.models import Count, Max, Prefetch, Q
+from django.utils.translation import gettext as _
+
+from kernodeck.accounts.models import SshKey
+from kernodeck.core import clock
+from kernodeck.core.errors import Conflict, NotFound
+from kernodeck.orders.models import Order, RentalState
+from kernodeck.provisioning import secrets
+from kernodeck.provisioning.drivers.base import NodeAllocation, NodeRef, RentalSpec
+from kernodeck.provisioning.models import Allocation, Delivery, DriverCode, GpuSlot, Node
+
+DESK_STATES = (
+    RentalState.QUEUED,
+    RentalState.PREPARING,
+    RentalState.PROVISIONING_FAILED,
+    RentalState.ACTIVE,
+    RentalState.SUSPENDED,
+    RentalState.ENDED,
+)
+
+
+def node_ref(node: Node) -> NodeRef:
+    return NodeRef(
+        name=node.name,
+        host=node.host,
+        port=node.port,
+        admin_user=node.admin_user,
+        driver=node.driver,
+        gpu_count=node.gpu_count,
+        host_key=node.host_key,
+        options={
+            "agent_dir": node.agent_dir,
+            "retention_hours": node.retention_hours,
+            "recipes": dict(node.recipes or {}),
+            "torch_index_url": node.torch_index_url,
+            "inference_model": node.inference_model,
+        },
+    )
+
+
+def _allocations(order: Order, *, include_released: bool):
+    rows = Allocation.objects.filter(order=order).select_related("slot__node")
+    live = rows.filter(released_at__isnull=True)
+    if live.exists() or not include_released:
+        return live
+    # After the end: the slots it held last (released together at the end).
+    last = rows.aggregate(last=Max("released_at"))["last"]
+    return rows.filter(released_at=last)
+
+
+def rental_spec(*, order: Order, include_released: bool = False) -> RentalSpec:
+    """The frozen view of a rental a driver works from (no model instance leaves here)."""
+    by_node: dict[int, tuple[Node, list[int]]] = {}
+    for row in _allocations(order, include_released=include_released).order_by(
+        "slot__node__name", "slot__index"
+    ):
+        node = row.slot.node
+        by_node.setdefault(node.pk, (node, []))[1].append(row.slot.index)
+    keys = tuple(
+        SshKey.objects.filter(user_id=order.owner_id)
+        .order_by("created_at", "pk")
+        .values_list("public_key", flat=True)
+    )
+    return RentalSpec(
+        reference=order.reference,
+        offer=order.offer_slug,
+        gpu_model=order.gpu_model,
+        backend=order.backend,
+        units=order.units,
+        gpus=order.gpus,
+        gpus_per_unit=order.gpus_per_unit,
+        preparation=order.preparation,
+        days=order.days,
+        ssh_public_keys=keys,
+        allocation=tuple(
+            NodeAllocation(node=node_ref(node), slots=tuple(slots))
+            for node, slots in by_node.values()
+        ),
+        starts_at=order.starts_at,
+        ends_at=order.ends_at,
+    )
+
+
+def rental_driver_code(spec: RentalSpec) -> str:
+    """The driver of a rental's nodes; a manual node anywhere means a person does it."""
+    codes = {allocation.node.driver for allocation in spec.allocation}
+    if not codes or DriverCode.MANUAL in codes:
+        return DriverCode.MANUAL
+    return sorted(codes)[0]
+
+
+def allocation_of(order: Order) -> list[dict]:
+    """[{node, slots}] of the order's live allocation."""
+    summary: dict[str, list[int]] = {}
+    for row in _allocations(order, include_released=False).order_by(
+        "slot__node__name", "slot__index"
+    ):
+        summary.setdefault(row.slot.node.name, []).append(row.slot.index)
+    return [{"node": node, "slots": slots} for node, slots in summary.items()]
+
+
+def rentals_for_desk(*, state: str = ""):
+    """Rentals the desk works on, oldest waiting first; `state` narrows to one state."""
+    rentals = Order.objects.filter(rental_state__in=DESK_STATES).select_related("owner")
+    if state:
+        rentals = rentals.filter(rental_state=state)
+    else:
+        rentals = rentals.filter(
+            rental_state__in=[
+                RentalState.QUEUED,
+                RentalState.PREPARING,
+                RentalState.PROVISIONING_FAILED,
+            ]
+        )
+    return rentals.order_by("rental_state_changed_at", "settled_at", "pk")
+
+
+def waiting_seconds(order: Order) -> int:
+    since = order.rental_state_changed_at or order.settled_at or order.created_at
+    return max(0, int((clock.now() - since).total_seconds()))
+
+
+def rental_get(*, reference: str) -> Order:
+    """A settled order by reference, for operators (NotFound otherwise)."""
+    order = (
+        Order.objects.filter(reference=str(reference or "").replace("\x00", "").upper()[:16])
+        .exclude(rental_state=RentalState.NOT_STARTED)
+        .select_related("owner", "offer")
+        .first()
+    )
+    if order is None:
+        raise NotFound(_("No rental with this reference."))
+    return order
+
+
+def ssh_key_fingerprints(order: Order) -> list[str]:
+    return list(
+        SshKey.objects.filter(user_id=order.owner_id)
+        .order_by("created_at", "pk")
+        .values_list("fingerprint", flat=True)
+    )
+
+
+def nodes_with_slots():
+    """Every node, with its slots and each slot's live allocation (and that order)."""
+    live = Allocation.objects.filter(released_at__isnull=True).select_related("order")
+    return (
+        Node.objects.select_related("offer")
+        .order_by("offer__sort_order", "offer__slug", "name")
+        .annotate(
+            slots_busy=Count("slots", filter=Q(slots__allocations__released_at__isnull=True))
+        )
+        .prefetch_related(
+            Prefetch(
+                "slots",
+                queryset=GpuSlot.objects.order_by("index").prefetch_related(
+                    Prefetch("allocations", queryset=live, to_attr="live")
+                ),
+            )
+        )
+    )
+
+
+@dataclass(frozen=True)
+class AccessView:
+    """Access as the owner (or an authorised operator) sees it, secret decrypted."""
+
+    host: str
+    port: int
+    user: str
+    url: str
+    token: str
+    ssh_command: str
+    tunnel_command: str
+    delivered_at: datetime
+
+
+def latest_delivery(order: Order) -> Delivery | None:
+    return Delivery.objects.filter(order=order).order_by("-created_at", "-pk").first()
+
+
+def access_view(delivery: Delivery) -> AccessView:
+    ssh = f"ssh -p {delivery.port} {delivery.user}@{delivery.host}"
+    if delivery.port == 22:
+        ssh = f"ssh {delivery.user}@{delivery.host}"
+    tunnel = ""
+    if delivery.url:
+        local = _url_port(delivery.url)
+        if local:
+            port_flag = "" if delivery.port == 22 else f" -p {delivery.port}"
+            tunnel = (
+                f"ssh -N -L {local}:127.0.0.1:{local}{port_flag} {delivery.user}@{delivery.host}"
+            )
+    return AccessView(
+        host=delivery.host,
+        port=delivery.port,
+        user=delivery.user,
+        url=delivery.url,
+        token=secrets.secret_decrypt(delivery.secret_ciphertext),
+        ssh_command=ssh,
+        tunnel_command=tunnel,
+        delivered_at=delivery.created_at,
+    )
+
+
+def _url_port(url: str) -> int | None:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        return parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+
+
+def access_for_owner(*, order: Order) -> AccessView | None:
+    """The owner's access while the rental is active; None otherwise (also when ended)."""
+    if order.rental_state != RentalState.ACTIVE:
+        return None
+    delivery = latest_delivery(order)
+    if delivery is None or delivery.revoked_at is not None:
+        return None
+    return access_view(delivery)
+
+
+def node_get(*, name: str) -> Node:
+    node = Node.objects.filter(name=str(name or "").replace("\x00", "")[:64]).first()
+    if node is None:
+        raise NotFound(_("No node with this name."))
+    return node
+
+
+def _ics_time(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def rental_calendar(*, order: Order) -> str:
+    """An iCalendar file with the rental period and a reminder a day before the end.
+
+    Conflict when the dates are not known yet (before access is delivered).
+    """
+    if not (order.starts_at and order.ends_at):
+        raise Conflict(
+            _(
+                "The rental of %(reference)s has no dates yet: they are set when access is "
+                "delivered. If access was delivered, ask support with the reference."
+            )
+            % {"reference": order.reference}
+        )
+    summary = _("GPU rental %(reference)s (%(gpus)d GPU, %(gpu)s)") % {
+        "reference": order.reference,
+        "gpus": order.gpus,
+        "gpu": order.gpu_model,
+    }
+    reminder = _("Export your results, checkpoints and environment before the end.")
+    lines = [
+        "BEGIN:VCALENDAR",
+        "VERSION:2.0",
+        "PRODID:-//Kernodeck//Rental clock//EN",
+        "CALSCALE:GREGORIAN",
+        "BEGIN:VEVENT",
+        f"UID:{order.reference.lower()}@kernodeck",
+        f"DTSTAMP:{_ics_time(clock.now())}",
+        f"DTSTART:{_ics_time(order.starts_at)}",
+        f"DTEND:{_ics_time(order.ends_at)}",
+        f"SUMMARY:{_ics_escape(summary)}",
+        f"DESCRIPTION:{_ics_escape(reminder)}",
+        "BEGIN:VALARM",
+        "ACTION:DISPLAY",
+        f"DESCRIPTION:{_ics_escape(reminder)}",
+        "TRIGGER;RELATED=END:-PT24H",
+        "END:VALARM",
+        "END:VEVENT",
+        "END:VCALENDAR",
+    ]
+    return "\r\n".join(lines) + "\r\n"
+
+
+def _ics_escape(text: str) -> str:
+    return (
+        str(text)
+        .replace("\\", "\\\\")
+        .replace(";", "\\;")
+        .replace(",", "\\,")
+        .replace("\n", "\\n")
+    )
+
+
+@dataclass(frozen=True)
+class Stage:
+    key: str
+    label: str
+    status: str  # done | current | todo | problem
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RentalOverview:
+    """What the order file shows about the rental: stages, dates, access, what is missing."""
+
+    stages: list[Stage]
+    access: AccessView | None
+    needs_ssh_key: bool
+    seconds_left: int | None
+    reason: str
+
+
+def _stages(order: Order) -> list[Stage]:
+    state = order.rental_state
+    settled = order.payment_state == "settled"
+    delivered = order.starts_at is not None
+    preparing_status = "todo"
+    if state in {RentalState.QUEUED, RentalState.PREPARING}:
+        preparing_status = "current"
+    elif state == RentalState.PROVISIONING_FAILED:
+        preparing_status = "problem"
+    elif delivered:
+        preparing_status = "done"
+    access_status = "todo"
+    if state == RentalState.ACTIVE:
+        access_status = "current"
+    elif state == RentalState.SUSPENDED:
+        access_status = "problem"
+    elif delivered:
+        access_status = "done"
+    return [
+        Stage(
+            "payment",
+            _("Payment"),
+            "done" if settled else ("todo" if order.payment_state == "cancelled" else "current"),
+            order.settled_at,
+        ),
+        Stage("preparation", _("Preparation"), preparing_status),
+        Stage("access", _("Access"), access_status, order.starts_at),
+        Stage(
+            "end",
+            _("End"),
+            "done" if state == RentalState.ENDED else "todo",
+            order.ends_at,
+        ),
+    ]
+
+
+def rental_overview(*, order: Order) -> RentalOverview:
+    """The rental block of the owner's order file."""
+    seconds_left = None
+    if order.ends_at and order.rental_state in {RentalState.ACTIVE, RentalState.SUSPENDED}:
+        seconds_left = max(0, int((order.ends_at - clock.now()).total_seconds()))
+    settled = order.payment_state == "settled"
+    return RentalOverview(
+        stages=_stages(order),
+        access=access_for_owner(order=order),
+        needs_ssh_key=settled
+        and order.rental_state != RentalState.ENDED
+        and not SshKey.objects.filter(user_id=order.owner_id).exists(),
+        seconds_left=seconds_left,
+        reason=rental_overview_reason(order=order),
+    )
+
+
+def rental_overview_reason(*, order: Order) -> str:
+    """The reason a customer sees: only for a failure or a suspension."""
+    return order.rental_reason if order.rental_state in CUSTOMER_REASON_STATES else ""
+
+
+# States whose reason the customer sees (a failure or a suspension says why).
+CUSTOMER_REASON_STATES = {RentalState.PROVISIONING_FAILED, RentalState.SUSPENDED}
+
+
+def delivery_defaults(order: Order) -> dict:
+    """The deliver form's starting values: the first allocated node's SSH endpoint and the
+    per-order login a driver would create."""
+    first = (
+        Allocation.objects.filter(order=order, released_at__isnull=True)
+        .select_related("slot__node")
+        .order_by("slot__node__name")
+        .first()
+    )
+    spec_user = "kd-" + order.reference.lower().replace("kd-", "").replace("-", "")
+    if first is None:
+        return {"user": spec_user}
+    node = first.slot.node
+    return {"host": node.host, "port": str(node.port), "user": spec_user}

@@ -1,0 +1,282 @@
+"""The operators' provisioning desk and fleet pages, and the customer's calendar file.
+
+Desk pages need a staff account with `provisioning.operate_rentals` (others get 403);
+showing a rental's access details needs `provisioning.view_access` and is audited.
+Every action is a POST with a confirmation box, and a reason where the move needs one.
+"""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+
+from kernodeck.backoffice.permissions import permission_required
+from kernodeck.catalog import selectors as catalog_selectors
+from kernodeck.core.errors import NotFound, ServiceError
+from kernodeck.core.forms import add_service_error
+from kernodeck.core.requests import client_ip
+from kernodeck.orders import selectors as order_selectors
+from kernodeck.orders.models import RentalState
+from kernodeck.provisioning import node_health, selectors, services
+from kernodeck.provisioning.forms import (
+    ConfirmForm,
+    DeliverForm,
+    NodeForm,
+    NodeStateForm,
+    ReasonForm,
+    RetryForm,
+)
+
+OPERATE = "provisioning.operate_rentals"
+VIEW_ACCESS = "provisioning.view_access"
+
+
+# -- customer -----------------------------------------------------------------------------
+
+
+@login_required
+def calendar(request, reference):
+    """The owner's rental period as an .ics file."""
+    try:
+        order = order_selectors.order_get_for_owner(owner=request.user, reference=reference)
+        body = selectors.rental_calendar(order=order)
+    except NotFound:
+        raise Http404 from None
+    except ServiceError as error:
+        messages.error(request, error.message)
+        return redirect("orders:detail", reference=reference)
+    response = HttpResponse(body, content_type="text/calendar; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{order.reference}.ics"'
+    return response
+
+
+# -- the desk -----------------------------------------------------------------------------
+
+
+def _rental_or_404(reference):
+    try:
+        return selectors.rental_get(reference=reference)
+    except NotFound:
+        raise Http404 from None
+
+
+@permission_required(OPERATE)
+def desk(request):
+    state = request.GET.get("state", "")
+    if state not in RentalState.values:
+        state = ""
+    rows = [
+        {
+            "order": order,
+            "waiting": selectors.waiting_seconds(order),
+            "allocation": selectors.allocation_of(order),
+            "keys": selectors.ssh_key_fingerprints(order),
+        }
+        for order in selectors.rentals_for_desk(state=state)[:300]
+    ]
+    return render(
+        request,
+        "provisioning/desk.html",
+        {"rows": rows, "state": state, "states": RentalState.choices},
+    )
+
+
+@permission_required(OPERATE)
+def rental(request, reference):
+    order = _rental_or_404(reference)
+    return render(
+        request,
+        "provisioning/rental.html",
+        {
+            "order": order,
+            "allocation": selectors.allocation_of(order),
+            "keys": selectors.ssh_key_fingerprints(order),
+            "deliveries": order.deliveries.select_related("created_by").order_by("-created_at"),
+            "timeline": order_selectors.order_timeline(order=order),
+            "can_view_access": request.user.has_perm(VIEW_ACCESS),
+            "waiting": selectors.waiting_seconds(order),
+            "steps": node_health.rental_steps(order),
+            "failed_attempts": node_health.rental_failed_attempts(order),
+            "refund_proposed": node_health.rental_refund_proposed(order),
+        },
+    )
+
+
+# action -> (form, service call, title, needs reason)
+ACTIONS = {
+    "prepare": (
+        ConfirmForm,
+        lambda order, data, actor: services.rental_prepare(order=order, actor=actor),
+        "Start preparing",
+    ),
+    "fail": (
+        ReasonForm,
+        lambda order, data, actor: services.rental_fail(
+            order=order, reason=data["reason"], actor=actor
+        ),
+        "Mark preparation failed",
+    ),
+    "retry": (
+        RetryForm,
+        lambda order, data, actor: services.rental_retry(
+            order=order, actor=actor, new_slots=data["new_slots"]
+        ),
+        "Retry",
+    ),
+    "refund": (
+        ReasonForm,
+        lambda order, data, actor: services.rental_refund(
+            order=order, reason=data["reason"], actor=actor
+        ),
+        "Refund to the balance (ends the rental)",
+    ),
+    "suspend": (
+        ReasonForm,
+        lambda order, data, actor: services.rental_suspend(
+            order=order, reason=data["reason"], actor=actor
+        ),
+        "Suspend access (the clock keeps running)",
+    ),
+    "resume": (
+        ReasonForm,
+        lambda order, data, actor: services.rental_resume(
+            order=order, reason=data["reason"], actor=actor
+        ),
+        "Resume access",
+    ),
+    "end": (
+        ReasonForm,
+        lambda order, data, actor: services.rental_end(
+            order=order, reason=data["reason"], actor=actor
+        ),
+        "End now (frees the slots, erases the secrets)",
+    ),
+}
+
+
+@permission_required(OPERATE)
+def rental_action(request, reference, action):
+    if action not in ACTIONS:
+        raise Http404
+    order = _rental_or_404(reference)
+    form_class, call, title = ACTIONS[action]
+    form = form_class(request.POST if request.method == "POST" else None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                call(order, form.cleaned_data, request.user)
+            except ServiceError as error:
+                add_service_error(form, error)
+            else:
+                messages.success(request, f"{title}: done for {order.reference}.")
+                return redirect("desk:rental", reference=order.reference)
+        status = 422
+    return render(
+        request,
+        "provisioning/action.html",
+        {"order": order, "form": form, "title": title, "action": action},
+        status=status,
+    )
+
+
+@permission_required(OPERATE)
+def rental_deliver(request, reference):
+    order = _rental_or_404(reference)
+    allocation = selectors.allocation_of(order)
+    initial = selectors.delivery_defaults(order)
+    form = DeliverForm(request.POST if request.method == "POST" else None, initial=initial)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            data = {k: v for k, v in form.cleaned_data.items() if k != "confirm"}
+            try:
+                services.rental_deliver(order=order, actor=request.user, **data)
+            except ServiceError as error:
+                add_service_error(form, error)
+            else:
+                messages.success(request, f"Access delivered for {order.reference}.")
+                return redirect("desk:rental", reference=order.reference)
+        status = 422
+    return render(
+        request,
+        "provisioning/deliver.html",
+        {
+            "order": order,
+            "form": form,
+            "allocation": allocation,
+            "keys": selectors.ssh_key_fingerprints(order),
+            "authorized_keys": selectors.rental_spec(order=order).ssh_public_keys,
+        },
+        status=status,
+    )
+
+
+@permission_required(VIEW_ACCESS)
+def rental_access(request, reference):
+    """The delivered access with its secret, for an operator allowed to see it (audited)."""
+    order = _rental_or_404(reference)
+    try:
+        access = services.access_reveal_to_staff(
+            order=order, actor=request.user, ip=client_ip(request)
+        )
+    except NotFound:
+        raise Http404 from None
+    return render(request, "provisioning/access.html", {"order": order, "access": access})
+
+
+# -- the fleet ----------------------------------------------------------------------------
+
+
+@permission_required(OPERATE)
+def fleet(request):
+    form = NodeForm(request.POST if request.method == "POST" else None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                offer = catalog_selectors.offer_get(slug=data.pop("offer"))
+                node = services.node_create(offer=offer, actor=request.user, **data)
+            except ServiceError as error:
+                add_service_error(form, error)
+            else:
+                messages.success(request, f"Node {node.name} added with {node.gpu_count} slots.")
+                return redirect("desk:fleet")
+        status = 422
+    return render(
+        request,
+        "provisioning/fleet.html",
+        {"nodes": selectors.nodes_with_slots(), "form": form},
+        status=status,
+    )
+
+
+@permission_required(OPERATE)
+def node_state(request, name):
+    try:
+        node = selectors.node_get(name=name)
+    except NotFound:
+        raise Http404 from None
+    form = NodeStateForm(
+        request.POST if request.method == "POST" else None, initial={"state": node.state}
+    )
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                services.node_state_set(
+                    node=node,
+                    state=form.cleaned_data["state"],
+                    reason=form.cleaned_data["reason"],
+                    actor=request.user,
+                )
+            except ServiceError as error:
+                add_service_error(form, error)
+            else:
+                messages.success(request, f"Node {node.name} is now {form.cleaned_data['state']}.")
+                return redirect("desk:fleet")
+        status = 422
+    return render(
+        request, "provisioning/node_state.html", {"node": node, "form": form}, status=status
+    )

@@ -1,0 +1,178 @@
+"""Reads for support: a customer's tickets, the staff inbox, what to redact for an order."""
+
+import uuid
+
+from django.apps import apps
+from django.db.models import Count
+
+from kernodeck.core.errors import NotFound
+from kernodeck.support.models import (
+    FIELD_LABELS,
+    WHEN_LABELS,
+    Attachment,
+    Extension,
+    ExtensionStatus,
+    Kind,
+    Status,
+    Ticket,
+)
+
+OPEN_EXTENSION_STATES = [
+    ExtensionStatus.REQUESTED,
+    ExtensionStatus.OFFERED,
+    ExtensionStatus.PAID,
+]
+
+
+def _uuid(value):
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+def tickets_for(*, owner):
+    return Ticket.objects.filter(owner=owner).select_related("order").order_by("-updated_at")
+
+
+def ticket_get_for_owner(*, owner, ticket_id) -> Ticket:
+    """The owner's ticket, or NotFound — also when it belongs to someone else."""
+    from django.utils.translation import gettext as _
+
+    pk = _uuid(ticket_id)
+    ticket = (
+        Ticket.objects.filter(owner=owner, pk=pk).select_related("order", "intent").first()
+        if pk
+        else None
+    )
+    if ticket is None:
+        raise NotFound(_("No ticket with this number on your account."))
+    return ticket
+
+
+def ticket_get_for_staff(*, ticket_id) -> Ticket:
+    from django.utils.translation import gettext as _
+
+    pk = _uuid(ticket_id)
+    ticket = (
+        Ticket.objects.filter(pk=pk).select_related("order", "owner", "intent").first()
+        if pk
+        else None
+    )
+    if ticket is None:
+        raise NotFound(_("No such ticket."))
+    return ticket
+
+
+def ticket_messages(*, ticket):
+    return ticket.messages.select_related("author").prefetch_related("attachments")
+
+
+def attachment_get(*, ticket, attachment_id):
+    from django.utils.translation import gettext as _
+
+    attachment = (
+        Attachment.objects.filter(message__ticket=ticket, pk=int(attachment_id)).first()
+        if str(attachment_id).isascii() and str(attachment_id).isdigit()
+        else None
+    )
+    if attachment is None:
+        raise NotFound(_("No such attachment."))
+    return attachment
+
+
+def inbox(*, status: str | None = None, kind: str | None = None):
+    """Tickets for staff: open ones first, oldest customer message first (the longest wait)."""
+    tickets = Ticket.objects.select_related("owner", "order").annotate(
+        message_count=Count("messages")
+    )
+    if status in Status.values:
+        tickets = tickets.filter(status=status)
+    else:
+        tickets = tickets.exclude(status=Status.CLOSED)
+    if kind in Kind.values:
+        tickets = tickets.filter(kind=kind)
+    return tickets.order_by("last_customer_at")
+
+
+def inbox_counts() -> dict:
+    rows = Ticket.objects.values("status").annotate(n=Count("pk"))
+    counts = {status: 0 for status in Status.values}
+    counts.update({row["status"]: row["n"] for row in rows})
+    return counts
+
+
+def extension_open_for(*, order) -> Extension | None:
+    return Extension.objects.filter(order=order, status__in=OPEN_EXTENSION_STATES).first()
+
+
+def extensions_of(*, ticket):
+    return ticket.extensions.select_related("order").order_by("created_at")
+
+
+def intent_of_order(*, order, intent_id):
+    """One of the order's payment instructions, or None (another order's reads as none)."""
+    pk = _uuid(intent_id)
+    if pk is None or order is None:
+        return None
+    return order.intents.filter(pk=pk).first()
+
+
+def known_secrets(*, order) -> list[str]:
+    """The rental's own access secret (notebook token, inference key), to be removed from
+    anything the customer sends about it. Empty when nothing was delivered or it was
+    revoked."""
+    if order is None or not apps.is_installed("kernodeck.provisioning"):
+        return []
+    from kernodeck.provisioning import selectors as provisioning_selectors
+
+    delivery = provisioning_selectors.latest_delivery(order)
+    if delivery is None or not delivery.secret_ciphertext:
+        return []
+    token = provisioning_selectors.access_view(delivery).token
+    return [token] if token else []
+
+
+def tickets_with_order(*, order):
+    return Ticket.objects.filter(order=order).order_by("-created_at")
+
+
+def order_payments_for(*, owner, reference: str = ""):
+    """The customer's order payments, for the payment ticket's picker (one order's if given)."""
+    from kernodeck.payments.models import PaymentIntent
+
+    intents = PaymentIntent.objects.filter(owner=owner, order__isnull=False).select_related(
+        "order", "method"
+    )
+    reference = str(reference or "").upper()[:16]
+    if reference and reference.isascii() and "\x00" not in reference:
+        intents = intents.filter(order__reference=reference)
+    return intents.order_by("-created_at")[:50]
+
+
+def ticket_field_rows(*, ticket) -> list[tuple[str, str]]:
+    """The guided form's answers as (label, text) rows, in the form's order."""
+    rows = []
+    for name, label in FIELD_LABELS.items():
+        value = ticket.fields.get(name)
+        if value in (None, ""):
+            continue
+        if name == "when":
+            value = WHEN_LABELS.get(value, value)
+        elif name == "payment" and ticket.intent is not None:
+            value = f"{ticket.intent.method_id} · {ticket.intent.created_at:%Y-%m-%d %H:%M} UTC"
+        rows.append((str(label), str(value)))
+    return rows
+
+
+def extension_payment_seen(*, extension):
+    """A crypto payment of the offer at which money was seen and no decision closed the
+    case yet (like `payments.selectors.order_payment_seen` for orders)."""
+    from kernodeck.payments.models import IntentStatus
+
+    return (
+        extension.intents.filter(resolution="")
+        .exclude(status__in=(IntentStatus.PENDING, IntentStatus.EXPIRED, IntentStatus.ALLOCATED))
+        .order_by("created_at")
+        .first()
+    )

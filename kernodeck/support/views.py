@@ -1,0 +1,233 @@
+"""Customer pages of support: my tickets, the guided forms, a thread, extension offers."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.http import content_disposition_header
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_POST
+
+from kernodeck.core.errors import NotFound, ServiceError
+from kernodeck.core.forms import add_service_error
+from kernodeck.ledger import selectors as ledger_selectors
+from kernodeck.orders import selectors as order_selectors
+from kernodeck.payments import selectors as payment_selectors
+from kernodeck.support import selectors, services
+from kernodeck.support.forms import ReplyForm, TicketForm
+from kernodeck.support.models import Kind
+
+PREVIEW_FIELDS = (
+    "subject",
+    "body",
+    "launch_command",
+    "first_error",
+    "minimal_example",
+    "configuration",
+    "sent",
+)
+
+
+# Links from the product name the case; the subject starts filled in.
+TOPIC_SUBJECTS = {
+    "dates": gettext_lazy("Please confirm the dates of my rental"),
+    "double-payment": gettext_lazy("I already sent a transfer"),
+}
+
+
+def _owned_ticket(request, ticket_id):
+    try:
+        return selectors.ticket_get_for_owner(owner=request.user, ticket_id=ticket_id)
+    except NotFound:
+        raise Http404 from None
+
+
+def _uploads(files) -> list[services.Upload]:
+    return [
+        services.Upload(name=f.name, data=f.read(), content_type=f.content_type or "")
+        for f in files
+    ]
+
+
+@login_required
+def ticket_list(request):
+    return render(
+        request,
+        "support/list.html",
+        {"tickets": selectors.tickets_for(owner=request.user), "kinds": Kind.choices},
+    )
+
+
+@login_required
+def ticket_new(request):
+    """Pick a kind, then the guided form for it (order and payment filled in from the link)."""
+    source = request.POST if request.method == "POST" else request.GET
+    kind = source.get("kind", "")
+    if kind not in Kind.values:
+        return render(
+            request,
+            "support/choose.html",
+            {"kinds": Kind.choices, "order": source.get("order", "")},
+        )
+    orders = order_selectors.orders_for(owner=request.user)
+    if kind == Kind.EXTENSION:
+        orders = orders.filter(rental_state__in=services.EXTENDABLE_STATES)
+    orders = orders[:100]
+    reference = source.get("order", "")
+    initial = {
+        "order": reference.upper()[:16],
+        "payment": source.get("payment", ""),
+        "subject": TOPIC_SUBJECTS.get(source.get("topic", ""), ""),
+    }
+    form = TicketForm(
+        request.POST or None,
+        request.FILES or None,
+        kind=kind,
+        orders=orders,
+        payments=selectors.order_payments_for(owner=request.user),
+        initial=initial,
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            ticket = services.ticket_create(
+                owner=request.user,
+                kind=kind,
+                order=form.cleaned_data["order"] or None,
+                subject=form.cleaned_data["subject"],
+                body=form.cleaned_data["body"],
+                fields=form.kind_fields(),
+                attachments=_uploads(form.cleaned_data["attachments"]),
+            )
+        except ServiceError as exc:
+            add_service_error(form, exc)
+        else:
+            messages.success(
+                request, _("Your ticket is sent. Support answers here and by e-mail.")
+            )
+            return redirect("support:detail", ticket_id=ticket.pk)
+    return render(
+        request,
+        "support/new.html",
+        {"form": form, "kind": kind, "kind_label": Kind(kind).label},
+        status=422 if form.is_bound and form.errors else 200,
+    )
+
+
+@login_required
+@require_POST
+def preview(request):
+    """htmx: what would be removed from the texts of the form being written. Stores nothing."""
+    # Bounded: the stored texts are bounded too, and the preview runs on every keystroke.
+    text = "\n".join(request.POST.get(name, "")[: services.BODY_MAX] for name in PREVIEW_FIELDS)
+    result = services.redaction_preview(
+        owner=request.user,
+        text=text.replace("\x00", ""),
+        order_reference=request.POST.get("order", ""),
+    )
+    return render(request, "support/_preview.html", {"result": result})
+
+
+@login_required
+def ticket_detail(request, ticket_id):
+    ticket = _owned_ticket(request, ticket_id)
+    form = ReplyForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            message = services.ticket_message_add(
+                ticket=ticket,
+                author=request.user,
+                body=form.cleaned_data["body"],
+                attachments=_uploads(form.cleaned_data["attachments"]),
+            )
+        except ServiceError as exc:
+            add_service_error(form, exc)
+        else:
+            if message.redactions:
+                messages.warning(
+                    request, _("Secrets were removed from your message before it was stored.")
+                )
+            return redirect("support:detail", ticket_id=ticket.pk)
+    extensions = list(selectors.extensions_of(ticket=ticket))
+    return render(
+        request,
+        "support/detail.html",
+        {
+            "ticket": ticket,
+            "thread": selectors.ticket_messages(ticket=ticket),
+            "field_rows": selectors.ticket_field_rows(ticket=ticket),
+            "form": form,
+            "extensions": extensions,
+            "balance_available": ledger_selectors.balance_available(account=request.user),
+            "methods": [m for m in payment_selectors.methods_overview() if m.available]
+            if any(e.status == "offered" for e in extensions)
+            else [],
+        },
+        status=422 if form.is_bound and form.errors else 200,
+    )
+
+
+@login_required
+def attachment(request, ticket_id, attachment_id):
+    """A file of the ticket, for its owner only; never rendered inline as HTML."""
+    ticket = _owned_ticket(request, ticket_id)
+    try:
+        item = selectors.attachment_get(ticket=ticket, attachment_id=attachment_id)
+    except NotFound:
+        raise Http404 from None
+    return attachment_response(item)
+
+
+def attachment_response(item) -> HttpResponse:
+    content_type = (
+        "text/plain; charset=utf-8" if item.content_type == "text/plain" else item.content_type
+    )
+    response = HttpResponse(bytes(item.data), content_type=content_type)
+    response["Content-Disposition"] = content_disposition_header(
+        not item.content_type.startswith("image/"), item.name
+    )
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    return response
+
+
+def _owned_extension(request, ticket_id, extension_id):
+    ticket = _owned_ticket(request, ticket_id)
+    extension = ticket.extensions.filter(pk=extension_id).select_related("order").first()
+    if extension is None:
+        raise Http404
+    return ticket, extension
+
+
+@login_required
+@require_POST
+def extension_pay_with_balance(request, ticket_id, extension_id):
+    ticket, extension = _owned_extension(request, ticket_id, extension_id)
+    try:
+        extension = services.extension_pay_with_balance(extension=extension, actor=request.user)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            _("Extension paid. Order %(reference)s now ends on %(ends)s UTC.")
+            % {
+                "reference": extension.order.reference,
+                "ends": extension.new_ends_at.strftime("%Y-%m-%d %H:%M"),
+            },
+        )
+    return redirect("support:detail", ticket_id=ticket.pk)
+
+
+@login_required
+@require_POST
+def extension_pay(request, ticket_id, extension_id):
+    ticket, extension = _owned_extension(request, ticket_id, extension_id)
+    try:
+        intent = services.extension_payment_create(
+            extension=extension, method_code=request.POST.get("method", ""), actor=request.user
+        )
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+        return redirect("support:detail", ticket_id=ticket.pk)
+    return redirect("payments:detail", intent_id=intent.pk)

@@ -1,0 +1,459 @@
+"""Real SSH test hosts: Debian's sshd, each in its own network namespace.
+
+    with SshLab(hosts=2, gpus=4) as lab:
+        host = lab.hosts[0]
+        host.address, host.port        # where its sshd listens
+        host.agent_dir                 # where the control plane copies the agent
+        lab.operator_key_path          # the operator's private key (Ed25519)
+        host.cut(); host.restore()     # take its link down and up again
+        host.rotate_host_key()         # a new host key, as after a reinstall
+
+Each host gets a namespace `kdssh<pid>h<i>` with a veth pair (the host end in the root
+namespace), a /30 inside 10.0.0.0/8 derived from the test process id, its own host key, the
+operator key for root (through a `Match User root` block, so the machine's own root keys are
+never read or changed), stand-in GPU device files under its agent `--root`, and an
+`nvidia-smi` stand-in that prints the documented CSV. The filesystem and the account
+database are the machine's own: every account the agent creates carries the prefix
+`kdt<pid>x-`, and teardown removes those accounts, their processes, the namespaces, the links
+and the files, also after a failed test. Where namespaces cannot be made, the same servers
+listen on loopback ports, and `cut()` stops the server instead. Without root or sshd the
+tests skip with that reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+SSHD = "/usr/sbin/sshd"
+LAB_PARENT = "/run"
+
+NVIDIA_SMI_STANDIN = """#!/usr/bin/env python3
+# Stand-in for nvidia-smi on a test host: prints the documented CSV for the GPUs listed in
+# gpus.json beside it (index, uuid, name, memory.total in MiB; driver_version on request).
+import json, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+gpus = json.load(open(os.path.join(here, "gpus.json")))
+args = " ".join(sys.argv[1:])
+if "--query-gpu=driver_version" in args:
+    for _ in gpus["gpus"]:
+        print(gpus["driver"])
+elif "--query-gpu=index,uuid,name,memory.total" in args and "nounits" in args:
+    for g in gpus["gpus"]:
+        print(f"{g['index']}, {g['uuid']}, {g['name']}, {g['memory_mib']}")
+else:
+    sys.exit("unsupported stand-in call: " + args)
+"""
+
+
+def ssh_lab_unavailable() -> str | None:
+    """Why real SSH test hosts cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "the SSH test hosts need root (accounts, namespaces, sshd)"
+    if not os.access(SSHD, os.X_OK):
+        return "the SSH test hosts need Debian's openssh-server (/usr/sbin/sshd)"
+    for tool in ("ssh", "ssh-keygen", "useradd"):
+        if not shutil.which(tool):
+            return f"the SSH test hosts need {tool}"
+    return None
+
+
+def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=30)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_listening(address: str, port: int, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            sock.settimeout(0.5)
+            if sock.connect_ex((address, port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"sshd did not listen on {address}:{port}")
+
+
+@dataclass
+class TestHost:
+    """One SSH server standing in for a GPU node."""
+
+    lab: SshLab
+    index: int
+    base: Path
+    address: str = "127.0.0.1"
+    port: int = 22
+    namespace: str | None = None
+    link: str | None = None
+    process: subprocess.Popen | None = None
+    gpu_count: int = 4
+    extra: dict = field(default_factory=dict)
+
+    __test__ = False  # not a pytest test class
+
+    @property
+    def name(self) -> str:
+        return f"testhost{self.index}"
+
+    @property
+    def agent_dir(self) -> str:
+        return str(self.base / "agent")
+
+    @property
+    def device_root(self) -> Path:
+        return self.base / "root"
+
+    @property
+    def home_base(self) -> Path:
+        return self.base / "home"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.base / "state"
+
+    @property
+    def host_key_path(self) -> Path:
+        return self.base / "ssh_host_ed25519_key"
+
+    def host_public_key(self) -> str:
+        """`ssh-ed25519 AAAA…` of the current host key."""
+        text = (self.base / "ssh_host_ed25519_key.pub").read_text().split()
+        return f"{text[0]} {text[1]}"
+
+    def set_gpus(self, count: int) -> None:
+        """What the nvidia-smi stand-in reports (a node losing a GPU reports fewer)."""
+        gpus = [
+            {
+                "index": i,
+                "uuid": f"GPU-{self.index:04x}{i:04x}-kd00-4000-8000-{self.lab.pid:012x}",
+                "name": "NVIDIA H100 80GB HBM3",
+                "memory_mib": 81559,
+            }
+            for i in range(count)
+        ]
+        tools = self.base / "tools"
+        (tools / "gpus.json").write_text(json.dumps({"driver": "570.133.20", "gpus": gpus}))
+
+    def _prepare_files(self) -> None:
+        for path in (self.base, self.home_base, self.device_root / "dev", self.base / "tools"):
+            path.mkdir(parents=True, exist_ok=True)
+            path.chmod(0o755)
+        (self.base / "agent").mkdir(mode=0o700, exist_ok=True)
+        for i in range(self.gpu_count):
+            device = self.device_root / "dev" / f"nvidia{i}"
+            device.write_text(f"stand-in device of GPU {i} on {self.name}\n")
+            device.chmod(0o600)
+        nvidia_smi = self.base / "tools" / "nvidia-smi"
+        nvidia_smi.write_text(NVIDIA_SMI_STANDIN)
+        nvidia_smi.chmod(0o755)
+        self.set_gpus(self.gpu_count)
+        config = {
+            "root": str(self.device_root),
+            "home_base": str(self.home_base),
+            "state_dir": str(self.state_dir),
+            "prefix": self.lab.account_prefix,
+            "tools_path": str(self.base / "tools"),
+            "service_wait": 20,
+            "recipe_timeout": 60,
+        }
+        (self.base / "agent" / "agent.json").write_text(json.dumps(config))
+        self._new_host_key()
+        operator_keys = self.base / "operator_authorized_keys"
+        operator_keys.write_text(self.lab.operator_public_key + "\n")
+        operator_keys.chmod(0o600)
+
+    def _new_host_key(self) -> None:
+        for suffix in ("", ".pub"):
+            with contextlib.suppress(FileNotFoundError):
+                (self.base / f"ssh_host_ed25519_key{suffix}").unlink()
+        _run(
+            "ssh-keygen",
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            self.name,
+            "-f",
+            str(self.host_key_path),
+        )
+
+    def _write_sshd_config(self) -> Path:
+        config = self.base / "sshd_config"
+        config.write_text(
+            f"Port {self.port}\n"
+            f"ListenAddress {self.address}\n"
+            f"HostKey {self.host_key_path}\n"
+            f"PidFile {self.base / 'sshd.pid'}\n"
+            "PermitRootLogin prohibit-password\n"
+            "PasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\n"
+            "UsePAM no\n"
+            "AllowTcpForwarding local\n"
+            "X11Forwarding no\n"
+            "PrintMotd no\n"
+            "MaxStartups 50:30:100\n"
+            "LogLevel ERROR\n"
+            "AuthorizedKeysFile .ssh/authorized_keys\n"
+            "Match User root\n"
+            f"    AuthorizedKeysFile {self.base / 'operator_authorized_keys'}\n"
+        )
+        return config
+
+    def start(self) -> None:
+        config = self._write_sshd_config()
+        argv = [SSHD, "-D", "-e", "-f", str(config)]
+        if self.namespace:
+            argv = ["ip", "netns", "exec", self.namespace, *argv]
+        log = open(self.base / "sshd.log", "ab")  # noqa: SIM115
+        self.process = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+        log.close()
+        try:
+            _wait_listening(self.address, self.port)
+        except RuntimeError:
+            raise RuntimeError(
+                f"sshd did not start: {(self.base / 'sshd.log').read_text()[-2000:]}"
+            ) from None
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+        self.process = None
+
+    def rotate_host_key(self) -> None:
+        """A reinstalled or impostor host: a new host key on the same address."""
+        self.stop()
+        self._new_host_key()
+        self.start()
+
+    def cut(self) -> None:
+        """The node becomes unreachable: its link goes down (or its server stops).
+
+        An `unreachable` route for its address makes connections fail at once instead of
+        waiting for a timeout, which keeps the tests quick.
+        """
+        if self.link:
+            _run("ip", "link", "set", self.link, "down")
+            _run("ip", "route", "add", "unreachable", f"{self.address}/32", check=False)
+        else:
+            self.stop()
+
+    def restore(self) -> None:
+        if self.link:
+            _run("ip", "route", "del", "unreachable", f"{self.address}/32", check=False)
+            _run("ip", "link", "set", self.link, "up")
+            _wait_listening(self.address, self.port)
+        else:
+            self.start()
+
+    def ssh_argv(self, user: str, key_path: Path | str, *extra: str) -> list[str]:
+        """The `ssh` client command a customer would type, with test-only host-key handling."""
+        return [
+            "ssh",
+            "-F",
+            "/dev/null",
+            "-i",
+            str(key_path),
+            "-p",
+            str(self.port),
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            f"UserKnownHostsFile={self.lab.base / 'known_hosts'}",
+            "-o",
+            "ConnectTimeout=5",
+            "-o",
+            "LogLevel=ERROR",
+            *extra,
+            f"{user}@{self.address}",
+        ]
+
+
+class SshLab:
+    """A set of test hosts, torn down on exit whatever happened."""
+
+    def __init__(self, hosts: int = 2, gpus: int = 4, use_namespaces: bool = True):
+        self.pid = os.getpid()
+        self.account_prefix = f"kdt{self.pid}x-"
+        self.count = hosts
+        self.gpus = gpus
+        self.use_namespaces = use_namespaces
+        self.hosts: list[TestHost] = []
+        self.namespaces: list[str] = []
+        self.links: list[str] = []
+        # sshd's StrictModes wants every folder above the operator's key file owned by root
+        # and not world-writable, which /tmp is not; /run is.
+        self.base = Path(tempfile.mkdtemp(prefix=f"kdssh-{self.pid}-", dir=LAB_PARENT))
+        self.base.chmod(0o755)
+        self.mode = "namespaces"
+
+    # --- keys
+
+    def make_key(self, name: str) -> tuple[Path, str]:
+        """A fresh Ed25519 key pair: (private key path, public key line)."""
+        path = self.base / "keys" / name
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(path))
+        return path, (path.with_suffix(".pub")).read_text().strip()
+
+    # --- lifecycle
+
+    def __enter__(self) -> SshLab:
+        try:
+            self.operator_key_path, self.operator_public_key = self.make_key("operator")
+            for i in range(self.count):
+                self._make_host(i)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _subnet(self, i: int) -> tuple[str, str]:
+        """A /30 of 10.0.0.0/8 from the process id and host number (host end, node end)."""
+        block = ((self.pid * 8) + i) % (1 << 22)
+        base = (10 << 24) + block * 4
+        dotted = [socket.inet_ntoa(int(base + n).to_bytes(4, "big")) for n in (1, 2)]
+        return dotted[0], dotted[1]
+
+    def _make_namespace(self, host: TestHost) -> bool:
+        name = f"kdssh{self.pid}h{host.index}"
+        outer, inner = f"kd{self.pid}{host.index}h", f"kd{self.pid}{host.index}n"
+        if _run("ip", "netns", "add", name, check=False).returncode != 0:
+            return False
+        self.namespaces.append(name)
+        if _run(
+            "ip", "link", "add", outer, "type", "veth", "peer", "name", inner, check=False
+        ).returncode:
+            return False
+        self.links.append(outer)
+        host_addr, node_addr = self._subnet(host.index)
+        for argv in (
+            ("ip", "link", "set", inner, "netns", name),
+            ("ip", "addr", "add", f"{host_addr}/30", "dev", outer),
+            ("ip", "link", "set", outer, "up"),
+            ("ip", "netns", "exec", name, "ip", "addr", "add", f"{node_addr}/30", "dev", inner),
+            ("ip", "netns", "exec", name, "ip", "link", "set", inner, "up"),
+            ("ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"),
+        ):
+            if _run(*argv, check=False).returncode != 0:
+                return False
+        host.namespace, host.link, host.address, host.port = name, outer, node_addr, 22
+        return True
+
+    def _make_host(self, i: int) -> TestHost:
+        host = TestHost(lab=self, index=i, base=self.base / f"host{i}", gpu_count=self.gpus)
+        host._prepare_files()
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
+        if not (self.use_namespaces and self._make_namespace(host)):
+            self.mode = "loopback"
+            host.namespace = host.link = None
+            host.address, host.port = "127.0.0.1", _free_port()
+        self.hosts.append(host)  # before start: a half-started server is still stopped
+        host.start()
+        return host
+
+    def reset(self) -> None:
+        """Between tests: no test accounts, agent state, homes or device grants remain, every
+        link is up and every host reports its GPUs again (host keys stay as they are)."""
+        for entry in self.accounts():
+            _kill_uid(entry.pw_uid)
+            _run("userdel", entry.pw_name, check=False)
+            _run("groupdel", entry.pw_name, check=False)
+        for host in self.hosts:
+            shutil.rmtree(host.state_dir, ignore_errors=True)
+            with contextlib.suppress(FileNotFoundError):
+                (host.base / "agent" / "kernodeck_agent.py").unlink()
+            for child in host.home_base.iterdir():
+                shutil.rmtree(child, ignore_errors=True)
+            for i in range(host.gpu_count):
+                device = host.device_root / "dev" / f"nvidia{i}"
+                os.chown(device, 0, 0)
+                device.chmod(0o600)
+            host.set_gpus(host.gpu_count)
+            if host.link:
+                _run("ip", "route", "del", "unreachable", f"{host.address}/32", check=False)
+                _run("ip", "link", "set", host.link, "up")
+            if host.process is None or host.process.poll() is not None:
+                host.start()
+
+    def accounts(self) -> list[pwd.struct_passwd]:
+        """Accounts the agent created for this lab (by the lab's unique prefix)."""
+        return [entry for entry in pwd.getpwall() if entry.pw_name.startswith(self.account_prefix)]
+
+    def close(self) -> None:
+        """Stops servers, removes test accounts, namespaces, links and files. Never raises."""
+        hosts = list(self.hosts)
+        for host in hosts:
+            with contextlib.suppress(Exception):
+                host.stop()
+        for entry in self.accounts():
+            with contextlib.suppress(Exception):
+                _kill_uid(entry.pw_uid)
+                _run("userdel", entry.pw_name, check=False)
+                _run("groupdel", entry.pw_name, check=False)
+        for host in hosts:
+            if host.link:
+                _run("ip", "route", "del", "unreachable", f"{host.address}/32", check=False)
+        for link in self.links:
+            _run("ip", "link", "del", link, check=False)
+        for name in self.namespaces:
+            _run("ip", "netns", "del", name, check=False)
+        shutil.rmtree(self.base, ignore_errors=True)
+        self.hosts, self.links, self.namespaces = [], [], []
+
+
+def _kill_uid(uid: int) -> None:
+    """Stops every process of one test account (by its uid, nothing broader)."""
+    for _ in range(50):
+        pids = []
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                with contextlib.suppress(OSError):
+                    if os.stat(f"/proc/{name}").st_uid == uid:
+                        pids.append(int(name))
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def ssh_lab():
+    """Two SSH test hosts with four stand-in GPUs each, for one test module."""
+    reason = ssh_lab_unavailable()
+    if reason:
+        pytest.skip(reason)
+    with SshLab(hosts=2, gpus=4) as lab:
+        yield lab

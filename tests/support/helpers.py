@@ -1,0 +1,71 @@
+"""Builders for support tests."""
+
+from datetime import timedelta
+from decimal import Decimal
+
+from django.contrib.auth.models import Permission
+
+from kernodeck.core import clock
+from kernodeck.ledger import services as ledger_services
+from kernodeck.orders.models import Order
+from kernodeck.support import services
+from tests.factories import make_order, make_user
+
+HF = "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ012345"
+
+
+def make_agent(**fields):
+    """Staff with the support permission."""
+    agent = make_user(staff=True, **fields)
+    agent.user_permissions.add(Permission.objects.get(codename="answer_ticket"))
+    return type(agent).objects.get(pk=agent.pk)  # fresh permission cache
+
+
+def fund(account, usd, *, operator=None):
+    return ledger_services.balance_adjust(
+        account=account,
+        amount_usd=Decimal(usd),
+        actor=operator or make_user(staff=True),
+        reason="test funding",
+    )
+
+
+def settled_order(*, owner=None, **kwargs) -> Order:
+    """An order paid from the balance (the real path)."""
+    owner = owner or make_user()
+    order = make_order(owner=owner, **kwargs)
+    fund(owner, order.total_usd)
+    order, _entry = ledger_services.order_pay_with_balance(order=order, actor=owner)
+    return order
+
+
+def problem_ticket(*, owner, body="It crashes on the first step.", order=None, **kwargs):
+    return services.ticket_create(
+        owner=owner,
+        kind="problem",
+        subject=kwargs.pop("subject", "Crash"),
+        body=body,
+        order=order.reference if order else None,
+        fields=kwargs.pop("fields", {"when": "first_computation"}),
+        **kwargs,
+    )
+
+
+def in_days(days):
+    return clock.now() + timedelta(days=days)
+
+
+def active_rental(*, owner=None, days=7, token=""):
+    """A settled order whose access was delivered (rental active, with dates)."""
+    from kernodeck.provisioning import services as provisioning_services
+    from tests.factories import make_operator, make_ssh_key
+
+    owner = owner or make_user()
+    make_ssh_key(owner)
+    operator = make_operator()
+    order = settled_order(owner=owner, days=days)
+    order = provisioning_services.rental_prepare(order=order, actor=operator)
+    extra = {"url": "https://127.0.0.1:8888/lab", "token": token} if token else {}
+    return provisioning_services.rental_deliver(
+        order=order, actor=operator, host="gpu1.example.org", port=2222, user="kd-abc", **extra
+    )

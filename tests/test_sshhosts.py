@@ -1,0 +1,55 @@
+"""The SSH test hosts themselves: the loopback fallback serves like a namespace host, and
+everything a lab made is gone after it, also when the code inside it failed."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.sshhosts import SshLab, ssh_lab_unavailable
+
+pytestmark = pytest.mark.skipif(bool(ssh_lab_unavailable()), reason=str(ssh_lab_unavailable()))
+
+
+def netns_names():
+    done = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
+    return {line.split()[0] for line in done.stdout.splitlines() if line.strip()}
+
+
+def test_loopback_hosts_when_namespaces_are_not_used():
+    with SshLab(hosts=1, use_namespaces=False) as lab:
+        host = lab.hosts[0]
+        assert (lab.mode, host.address, host.namespace) == ("loopback", "127.0.0.1", None)
+        done = subprocess.run(
+            [*host.ssh_argv("root", lab.operator_key_path), "echo ready"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert (done.returncode, done.stdout) == (0, "ready\n"), done.stderr
+        host.cut()
+        refused = subprocess.run(
+            [*host.ssh_argv("root", lab.operator_key_path), "true"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert refused.returncode == 255
+
+
+def test_a_failing_lab_leaves_no_namespace_account_link_or_file():
+    with pytest.raises(RuntimeError, match="the test failed"), SshLab(hosts=1) as lab:
+        base = lab.base
+        names = set(lab.namespaces)
+        account = lab.account_prefix + "leftover"
+        subprocess.run(["useradd", "--no-create-home", account], check=True)
+        raise RuntimeError("the test failed")
+
+    assert not (names & netns_names())
+    assert not Path(base).exists()
+    assert not any(
+        line.startswith(account + ":") for line in Path("/etc/passwd").read_text().splitlines()
+    )
+    links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
+    assert f"kd{os.getpid()}0h" not in links
