@@ -3,8 +3,8 @@
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils.translation import gettext as _
 from django.utils.http import urlencode
+from django.utils.translation import gettext as _
 
 from kernodeck.backoffice.forms import DecisionForm, RecordTransferForm, TransferResolveForm
 from kernodeck.backoffice.permissions import permission_required, require_permission
