@@ -78,6 +78,10 @@ class InputGuardMiddleware:
             if limit is not None and length > limit and content_type != "multipart/form-data":
                 return too_large(request)
             if content_type in {"application/x-www-form-urlencoded", "multipart/form-data"}:
+                if is_api(request):
+                    # The API reads the raw body after us. Django streams a multipart body
+                    # into request.POST and it could not be read again: keep it in memory.
+                    request.body  # noqa: B018
                 for key, values in request.POST.lists():
                     if "\x00" in key or any("\x00" in value for value in values):
                         return refusal(request, _nul_message(key.replace("\x00", "")), 400)

@@ -66,6 +66,25 @@ def test_api_quote_takes_only_json_integers(client, offer, value):
     assert response.json()["detail"].startswith("units")
 
 
+@pytest.mark.parametrize("encoding", ["multipart", "urlencoded"])
+def test_api_answers_a_form_body_with_a_4xx_not_a_500(api, offer, encoding):
+    body = {"offer": offer.slug, "days": "7", "units": "1", "preparation": "python"}
+    if encoding == "multipart":
+        sent = {"data": body}  # the test client's default encoding
+    else:
+        from urllib.parse import urlencode
+
+        sent = {"data": urlencode(body), "content_type": "application/x-www-form-urlencoded"}
+
+    quote = api.post("/api/v1/quotes", **sent)
+    order = api.post("/api/v1/orders", **sent)
+
+    assert 400 <= quote.status_code < 500, quote.content
+    assert 400 <= order.status_code < 500, order.content
+    assert "detail" in quote.json()
+    assert Order.objects.count() == 0
+
+
 def test_api_order_refuses_json_true_as_a_number(api, offer):
     body = {"offer": offer.slug, "days": 7, "units": True, "preparation": "python"}
 
