@@ -6,7 +6,7 @@ from typing import Any
 from ninja import Router, Schema, Status
 
 from kernodeck.core.money import usd_str
-from kernodeck.payments.api import IntentOut, intent_out
+from kernodeck.payments.api import IntentOut, PayIn, intent_out
 from kernodeck.support import selectors, services
 
 router = Router(tags=["support"])
@@ -22,10 +22,6 @@ class TicketIn(Schema):
 
 class MessageIn(Schema):
     body: str
-
-
-class PayIn(Schema):
-    method: str
 
 
 class RemovedOut(Schema):
