@@ -18,22 +18,22 @@ CUSTOMER, OPERATOR, API = "customer", "operator", "api"
 # (name, who asks, path given the dataset, the most queries it may take)
 ENDPOINTS = [
     # Customer pages
-    ("my-orders", CUSTOMER, lambda d: "/orders/", 6),
-    ("my-orders-last-page", CUSTOMER, lambda d: "/orders/?page=9999", 6),
-    ("order-file", CUSTOMER, lambda d: f"/orders/{d.order.reference}/", 9),
+    ("my-orders", CUSTOMER, lambda d: "/orders/", 4),
+    ("my-orders-last-page", CUSTOMER, lambda d: "/orders/?page=9999", 4),
+    ("order-file", CUSTOMER, lambda d: f"/orders/{d.order.reference}/", 7),
     (
         "order-confirm",
         CUSTOMER,
         lambda d: f"/orders/new/?offer={d.offer.slug}&days=7&units=1&preparation=pytorch",
         10,
     ),
-    ("payment-page", CUSTOMER, lambda d: f"/payments/{d.intent.pk}/", 6),
+    ("payment-page", CUSTOMER, lambda d: f"/payments/{d.intent.pk}/", 4),
     ("payment-status", CUSTOMER, lambda d: f"/payments/{d.intent.pk}/status/", 4),
-    ("balance-page", CUSTOMER, lambda d: "/balance/", 10),
-    ("balance-statement-last-page", CUSTOMER, lambda d: "/balance/?page=9999", 10),
+    ("balance-page", CUSTOMER, lambda d: "/balance/", 8),
+    ("balance-statement-last-page", CUSTOMER, lambda d: "/balance/?page=9999", 8),
     ("statement-csv", CUSTOMER, lambda d: "/balance/statement.csv", 3),
-    ("topup-page", CUSTOMER, lambda d: f"/balance/topups/{d.topup.pk}/", 6),
-    ("account", CUSTOMER, lambda d: "/account/", 7),
+    ("topup-page", CUSTOMER, lambda d: f"/balance/topups/{d.topup.pk}/", 4),
+    ("account", CUSTOMER, lambda d: "/account/", 5),
     ("catalog", CUSTOMER, lambda d: "/gpus/", 10),
     ("configurator", CUSTOMER, lambda d: f"/gpus/{d.offer.slug}/", 14),
     (
