@@ -1,8 +1,10 @@
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from kernodeck.support.models import Message, Ticket
 from tests.factories import PASSWORD, make_order, make_user
@@ -73,7 +75,9 @@ def test_problem_report_loses_its_token_and_staff_reply_reaches_the_customer(
     assert order.reference in agent.content()
     assert HF not in agent.content()
     agent.get_by_role("button", name="Export before the end").click()
-    agent.wait_for_function("document.querySelector('#id_body').value.includes('export')")
+    # The page's CSP forbids eval, so no string predicates: Playwright's own
+    # retrying assertion waits for the saved reply to land in the box.
+    expect(agent.locator("#id_body")).to_have_value(re.compile("export"))
     agent.locator("#id_body").fill("Log in again with a new token; the old one is revoked.")
     shoot(agent, "support-staff-case")
     agent.get_by_role("button", name="Send reply").click()
