@@ -8,16 +8,20 @@ transfers.
 
 Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres) and ./.venv (run
 `python3 dev.py test --version` once to create it); no Redis (the cache is local memory).
-It recreates the scratch database `kernodeck_bench_growth`, migrates, writes one customer's
-data (60 orders, their instructions, transfers, top-ups and statement) and 60 + 60 open
-review cases, then measures My orders, the order file, the review queue and the balance
-statement in-process with Django's test client (no HTTP server, no network: what is
-measured is the view, its queries and the template). Then it writes the growth for 10 000
-other customers with PostgreSQL COPY, runs ANALYZE, and measures the same pages again,
-showing the same rows. It prints a markdown table: p50 and p95 of each page before and
-after, their ratio, and the queries per request. `--scale 0.1` writes a tenth of the growth
-for a quick run; `--explain FILE` writes EXPLAIN ANALYZE of every query of the pages, after
-growth, to FILE. Every figure is from this run on this machine.
+It recreates the scratch database `kernodeck_bench_growth`, migrates, and writes one
+customer's data (60 orders, their instructions, transfers, top-ups and statement) and
+60 + 60 open review cases. It copies that almost empty database to
+`kernodeck_bench_growth_empty`, then writes the growth for 10 000 other customers into the
+first with PostgreSQL COPY and runs ANALYZE. Then it measures My orders, the order file,
+the review queue and the balance statement on both databases in turns (so the load of a
+shared machine falls on both alike), in-process with Django's test client: no HTTP server,
+what is timed is the middleware, the view, its queries and the template. The pages show
+the same rows on both. It prints a markdown table: p50 and p95 of each page on each
+database, the p95 ratio and the queries per request.
+
+`--scale 0.1` writes a tenth of the growth for a quick run; `--explain FILE` writes
+EXPLAIN ANALYZE of every query of the pages, on the grown database, to FILE. Every figure
+is from this run on this machine.
 """
 
 import argparse
@@ -32,6 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = ROOT / ".venv" / "bin" / "python"
 DATABASE = "kernodeck_bench_growth"
+EMPTY_DATABASE = "kernodeck_bench_growth_empty"
+ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 # The data the pages show: one customer's and the review queue's, the same before and after.
 FOCUS = {
@@ -83,7 +89,8 @@ def report(argv: list[str]) -> str:
         sys.exit("create the virtual environment first: python3 dev.py test --version")
     env = environment()
     psql = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc"]
-    subprocess.run([*psql, f"DROP DATABASE IF EXISTS {DATABASE}"], env=env, check=True)
+    for name in (DATABASE, EMPTY_DATABASE):
+        subprocess.run([*psql, f"DROP DATABASE IF EXISTS {name}"], env=env, check=True)
     subprocess.run([*psql, f"CREATE DATABASE {DATABASE}"], env=env, check=True)
     out = subprocess.run(
         [str(PYTHON), str(Path(__file__).resolve()), "--inner", *argv],
@@ -101,38 +108,57 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
-def measure(pages: list[dict], requests: int) -> dict[str, dict]:
-    """p50, p95 (ms) and queries per request of each page, asked in turns (page 1, 2, 3, 4,
-    1, 2, …) so that a change of load on the machine touches every page alike."""
+def use_database(name: str) -> None:
+    """Point Django's connection at another database; the next query reconnects."""
+    from django.db import connection
+
+    connection.close()
+    connection.settings_dict["NAME"] = name
+
+
+def measure(pages: list[dict], databases: list[str], requests: int) -> dict:
+    """p50, p95 (ms) and the queries of each page on each database, {(database, page): …}.
+
+    The databases take turns (A B B A …, 20 requests a page at a time) and the pages take
+    turns within each (1, 2, 3, 4, 1, …), so that a change of load on the shared machine
+    touches every figure alike instead of the database measured last.
+    """
     from django.db import connection, reset_queries
-    from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    clients = {}
-    for page in pages:
-        client = Client(HTTP_HOST="127.0.0.1")
-        client.force_login(page["user"])
-        clients[page["name"]] = client
-    timings = {page["name"]: [] for page in pages}
+    clients = {page["name"]: page["client"] for page in pages}
     results = {}
-    for page in pages:  # warm: first-use caches and the connection are not the steady state
-        for _ in range(5):
+    for database in databases:
+        use_database(database)
+        for page in pages:  # warm: first-use caches are not the steady state
+            for _ in range(5):
+                clients[page["name"]].get(page["path"])
+            with CaptureQueriesContext(connection) as captured:
+                response = clients[page["name"]].get(page["path"])
+            if response.status_code != 200:
+                sys.exit(f"{page['path']} answered {response.status_code} on {database}")
+            results[database, page["name"]] = {
+                "queries": [q["sql"] for q in captured.captured_queries],
+                "timings": [],
+            }
+    batch = 20
+    rounds = max(1, math.ceil(requests / batch))
+    for turn in range(rounds * len(databases)):
+        order = databases if (turn // len(databases)) % 2 == 0 else databases[::-1]
+        database = order[turn % len(databases)]
+        use_database(database)
+        for page in pages:  # untimed: reconnecting is not part of a page's time
             clients[page["name"]].get(page["path"])
-        with CaptureQueriesContext(connection) as captured:
-            response = clients[page["name"]].get(page["path"])
-        if response.status_code != 200:
-            sys.exit(f"{page['path']} answered {response.status_code}")
-        results[page["name"]] = {"queries": [q["sql"] for q in captured.captured_queries]}
-    for _ in range(requests):
-        for page in pages:
-            client = clients[page["name"]]
-            started = time.perf_counter()
-            client.get(page["path"])
-            timings[page["name"]].append((time.perf_counter() - started) * 1000)
-            reset_queries()
-    for name, values in timings.items():
-        results[name]["p50"] = percentile(values, 0.50)
-        results[name]["p95"] = percentile(values, 0.95)
+        for _ in range(batch):
+            for page in pages:
+                started = time.perf_counter()
+                clients[page["name"]].get(page["path"])
+                elapsed = (time.perf_counter() - started) * 1000
+                results[database, page["name"]]["timings"].append(elapsed)
+                reset_queries()
+    for figures in results.values():
+        figures["p50"] = percentile(figures["timings"], 0.50)
+        figures["p95"] = percentile(figures["timings"], 0.95)
     return results
 
 
@@ -144,7 +170,7 @@ def explain(pages: list[dict], results: dict[str, dict]) -> str:
     with connection.cursor() as cursor:
         for page in pages:
             lines.append(f"## {page['name']} ({page['path']})\n")
-            for sql in results[page["name"]]["queries"]:
+            for sql in results[DATABASE, page["name"]]["queries"]:
                 if not sql.lstrip().upper().startswith("SELECT"):
                     continue
                 cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql)
@@ -154,12 +180,14 @@ def explain(pages: list[dict], results: dict[str, dict]) -> str:
 
 
 def run(options: argparse.Namespace) -> str:
-    """Migrate, write the focus data, measure, grow, ANALYZE, measure; the table."""
+    """Migrate, write the focus data, copy it, grow, ANALYZE, measure both; the table."""
     import django
 
     django.setup()
+    import psycopg
     from django.core.management import call_command
     from django.db import connection
+    from django.test import Client
 
     from bench import growth_data
     from kernodeck.accounts.models import User
@@ -204,8 +232,13 @@ def run(options: argparse.Namespace) -> str:
         {"name": "Review queue", "path": "/backoffice/review/", "user": operator},
         {"name": "Balance statement", "path": "/balance/", "user": customer},
     ]
-    say(f"measuring the almost empty database ({options.requests} requests a page) …")
-    empty = measure(pages, options.requests)
+    for page in pages:  # signed in now, so that the session rows are in the copy too
+        page["client"] = Client(HTTP_HOST="127.0.0.1")
+        page["client"].force_login(page["user"])
+    # The almost empty database, kept as it is now: measured in turns with the grown one.
+    connection.close()
+    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {EMPTY_DATABASE} TEMPLATE {DATABASE}")
 
     scale = options.scale
     orders, intents = int(options.orders * scale), int(options.intents * scale)
@@ -237,9 +270,10 @@ def run(options: argparse.Namespace) -> str:
         cursor.execute("ANALYZE")
     grow_seconds = time.monotonic() - grow_started
     say(f"measuring the grown database ({options.requests} requests a page) …")
-    grown = measure(pages, options.requests)
+    results = measure(pages, [EMPTY_DATABASE, DATABASE], options.requests)
     if options.explain:
-        Path(options.explain).write_text(explain(pages, grown))
+        use_database(DATABASE)
+        Path(options.explain).write_text(explain(pages, results))
 
     counts = {
         label: model.objects.count()
@@ -263,7 +297,7 @@ def run(options: argparse.Namespace) -> str:
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for page in pages:
-        before, after = empty[page["name"]], grown[page["name"]]
+        before, after = results[EMPTY_DATABASE, page["name"]], results[DATABASE, page["name"]]
         n_before, n_after = len(before["queries"]), len(after["queries"])
         queries = str(n_after) if n_before == n_after else f"{n_before} → {n_after}"
         lines.append(

@@ -106,6 +106,14 @@ EXCEPTION_STATUSES = {
     IntentStatus.LATE,
 }
 
+# The review queue's cases: an exception, or confirmed with a reason to look, not yet decided.
+# The selector and the partial index share this one condition (values sorted, so the SQL is
+# the same text in both and PostgreSQL sees that the query implies the index's predicate).
+REVIEW_INTENT_CASES = Q(resolution="") & (
+    Q(status__in=sorted(EXCEPTION_STATUSES))
+    | (Q(status=IntentStatus.CONFIRMED) & ~Q(review_reason=""))
+)
+
 
 class Resolution(models.TextChoices):
     SETTLED = "settled", _("Accepted and settled")
@@ -197,7 +205,15 @@ class PaymentIntent(models.Model):
             ("record_transfer", "Can record a transfer seen outside the watchers"),
         ]
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["status", "monitor_until"])]
+        indexes = [
+            models.Index(fields=["status", "monitor_until"]),
+            # The review queue, oldest first: only the open cases, a few among many intents.
+            models.Index(
+                fields=["created_at"],
+                condition=REVIEW_INTENT_CASES,
+                name="payments_intent_review_idx",
+            ),
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(amount_base__gt=0), name="payments_intent_amount"),
             models.CheckConstraint(
@@ -271,6 +287,8 @@ class TransferKind(models.TextChoices):
 TRANSFER_AMOUNT_MAX = 10**39 - 1
 
 REVIEW_KINDS = {TransferKind.WRONG_ASSET, TransferKind.UNALLOCATED}
+# Review-queue transfers not yet decided (shared by the selector and the partial index).
+REVIEW_TRANSFER_CASES = Q(kind__in=sorted(REVIEW_KINDS), review_resolved_at__isnull=True)
 
 
 class Transfer(models.Model):
@@ -311,6 +329,14 @@ class Transfer(models.Model):
 
     class Meta:
         ordering = ["first_seen_at", "id"]
+        indexes = [
+            # The review queue's second list: a handful of open cases among all transfers.
+            models.Index(
+                fields=["first_seen_at"],
+                condition=REVIEW_TRANSFER_CASES,
+                name="payments_transfer_review_idx",
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["network", "txid", "index"], name="payments_transfer_once"

@@ -1,31 +1,24 @@
 """Reads for the operators' review queue."""
 
-from django.db.models import Q
-
 from kernodeck.payments.models import (
-    EXCEPTION_STATUSES,
-    REVIEW_KINDS,
-    IntentStatus,
+    REVIEW_INTENT_CASES,
+    REVIEW_TRANSFER_CASES,
     PaymentIntent,
     Transfer,
 )
 
 
 def review_intents():
-    """Intents waiting for a decision, oldest first."""
+    """Intents waiting for a decision, oldest first (read from payments_intent_review_idx:
+    the filter is the index's condition, so the cost follows the open cases, not all)."""
     return (
-        PaymentIntent.objects.filter(resolution="")
-        .filter(
-            Q(status__in=EXCEPTION_STATUSES)
-            | (Q(status=IntentStatus.CONFIRMED) & ~Q(review_reason=""))
-        )
+        PaymentIntent.objects.filter(REVIEW_INTENT_CASES)
         .select_related("method", "order", "owner", "topup")
         .order_by("created_at")
     )
 
 
 def review_transfers():
-    """Transfers at our addresses that no intent could take, oldest first."""
-    return Transfer.objects.filter(
-        kind__in=REVIEW_KINDS, review_resolved_at__isnull=True
-    ).order_by("first_seen_at")
+    """Transfers at our addresses that no intent could take, oldest first (read from
+    payments_transfer_review_idx, like review_intents)."""
+    return Transfer.objects.filter(REVIEW_TRANSFER_CASES).order_by("first_seen_at")
