@@ -3,6 +3,7 @@
 from datetime import datetime
 
 from ninja import Field, Router, Schema, Status
+from ninja.pagination import paginate
 from pydantic import StrictBool
 
 from kernodeck.core.money import usd_str
@@ -41,6 +42,20 @@ class TopUpOut(Schema):
     credited_at: datetime | None
     payment: IntentOut | None
 
+    @staticmethod
+    def resolve_id(obj):
+        return str(obj.pk)
+
+    @staticmethod
+    def resolve_amount_usd(obj):
+        return usd_str(obj.amount_usd)
+
+    @staticmethod
+    def resolve_payment(obj):
+        """The newest instructions: prefetched for a list (topups_for), else one query."""
+        intent = next(iter(payment_selectors.intents_loaded(obj)), None)
+        return intent_out(intent) if intent else None
+
 
 class PayWithBalanceIn(Schema):
     # Strict: only JSON true confirms paying after "I have paid", not "yes" or 1.
@@ -51,20 +66,6 @@ class InsufficientOut(Schema):
     detail: str
     available_usd: str
     needed_usd: str
-
-
-def topup_out(topup, intent=None) -> dict:
-    if intent is None:
-        # Prefetched by topups_for (one query for the whole list), else one query here.
-        intent = next(iter(payment_selectors.intents_loaded(topup)), None)
-    return {
-        "id": str(topup.pk),
-        "amount_usd": usd_str(topup.amount_usd),
-        "status": topup.status,
-        "created_at": topup.created_at,
-        "credited_at": topup.credited_at,
-        "payment": intent_out(intent) if intent else None,
-    }
 
 
 @router.get("/balance", response=BalanceOut)
@@ -79,15 +80,17 @@ def balance(request):
 @router.post("/topups", response={201: TopUpOut})
 def topup_create(request, payload: TopUpIn):
     """A top-up of exactly 100, 500, 2000 or 10000 USD, with its payment instructions."""
-    topup, intent = services.topup_create(
+    topup, _intent = services.topup_create(
         account=request.auth, amount_usd=payload.amount_usd, method_code=payload.method
     )
-    return Status(201, topup_out(topup, intent))
+    return Status(201, topup)
 
 
 @router.get("/topups", response=list[TopUpOut])
+@paginate
 def topup_list(request):
-    return [topup_out(topup) for topup in selectors.topups_for(account=request.auth)]
+    """Your top-ups, newest first (`limit`, `offset`), each with its newest instructions."""
+    return selectors.topups_for(account=request.auth)
 
 
 @router.post(

@@ -53,11 +53,12 @@ def statement(*, account):
 
 
 def topups_for(*, account):
-    """The account's top-ups, newest first, each with its instructions (one query for all)."""
+    """The account's top-ups, newest first, each with its instructions (one query for all
+    the page's). Ordered to the last column, so that pages (`offset`) never overlap."""
     return (
         TopUp.objects.filter(account=account)
         .prefetch_related(intents_prefetch())
-        .order_by("-created_at")
+        .order_by("-created_at", "-id")
     )
 
 

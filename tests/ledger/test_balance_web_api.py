@@ -1,10 +1,12 @@
 import csv
 import io
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from django.urls import reverse
 
+from kernodeck.core import clock
 from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.ledger import services
 from kernodeck.ledger.models import TopUp
@@ -125,8 +127,36 @@ def test_top_up_api(api, configured, fresh_rates):
         refused.json()["detail"]
         == "amount_usd: Top-ups are exactly 100 USD, 500 USD, 2,000 USD, 10,000 USD."
     )
-    assert [t["id"] for t in listed] == [body["id"]]
+    assert listed["count"] == 1
+    assert [t["id"] for t in listed["items"]] == [body["id"]]
+    assert listed["items"][0]["payment"] == body["payment"]
     assert balance == {"available_usd": "0.00", "pending_topups_usd": "2000.00"}
+
+
+def test_top_ups_are_listed_in_pages_newest_first(api):
+    now = clock.now().replace(microsecond=0)
+    mine = TopUp.objects.bulk_create(
+        TopUp(account=api.user, amount_usd=Decimal("100"), created_at=now - timedelta(hours=h))
+        for h in (3, 2, 1)
+    )
+    TopUp.objects.create(account=make_user(), amount_usd=Decimal("500"), created_at=now)
+
+    first = api.get("/api/v1/topups?limit=2").json()
+    second = api.get("/api/v1/topups?limit=2&offset=2").json()
+    too_many = api.get("/api/v1/topups?limit=101")
+
+    assert first["count"] == second["count"] == 3
+    assert [t["id"] for t in first["items"]] == [str(mine[2].pk), str(mine[1].pk)]
+    assert [t["id"] for t in second["items"]] == [str(mine[0].pk)]
+    assert second["items"][0] == {
+        "id": str(mine[0].pk),
+        "amount_usd": "100.00",
+        "status": "awaiting_payment",
+        "created_at": (now - timedelta(hours=3)).isoformat().replace("+00:00", "Z"),
+        "credited_at": None,
+        "payment": None,
+    }
+    assert too_many.status_code == 422
 
 
 def test_pay_with_balance_api_answers_409_with_available_and_needed(api):
