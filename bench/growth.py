@@ -27,6 +27,7 @@ is from this run on this machine.
 import argparse
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -84,14 +85,21 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def report(argv: list[str]) -> str:
-    """Run the benchmark (in ./.venv's Python, on its own database); the markdown table."""
+    """Run the benchmark (in ./.venv's Python, on its own database); the markdown table.
+
+    Progress goes to stderr; `argv` are the command-line options (e.g. ["--scale", "0.1"]).
+    """
+    parse(argv)  # a wrong option stops here, before any database is dropped
     if not PYTHON.exists():
         sys.exit("create the virtual environment first: python3 dev.py test --version")
+    if shutil.which("psql") is None:
+        sys.exit("psql is needed (Debian: apt-get install postgresql-client)")
     env = environment()
     psql = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc"]
+    env_psql = {**env, "PGOPTIONS": "-c client_min_messages=warning"}
     for name in (DATABASE, EMPTY_DATABASE):
-        subprocess.run([*psql, f"DROP DATABASE IF EXISTS {name}"], env=env, check=True)
-    subprocess.run([*psql, f"CREATE DATABASE {DATABASE}"], env=env, check=True)
+        subprocess.run([*psql, f"DROP DATABASE IF EXISTS {name}"], env=env_psql, check=True)
+    subprocess.run([*psql, f"CREATE DATABASE {DATABASE}"], env=env_psql, check=True)
     out = subprocess.run(
         [str(PYTHON), str(Path(__file__).resolve()), "--inner", *argv],
         env=env,
