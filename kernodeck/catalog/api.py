@@ -1,9 +1,10 @@
 """Catalog endpoints: offers and quotes. Public: no token needed."""
 
+from django.utils.translation import get_language
 from ninja import Field, Router, Schema
 from pydantic import StrictInt
 
-from kernodeck.catalog import selectors
+from kernodeck.catalog import caching, selectors
 from kernodeck.catalog.models import DURATIONS, MAX_UNITS, MIN_UNITS, Preparation
 from kernodeck.core.money import usd_str
 from kernodeck.orders import selectors as order_selectors
@@ -63,9 +64,7 @@ def quote_out(quote) -> dict:
     }
 
 
-@router.get("/offers", auth=None, response=list[OfferOut])
-def offers(request):
-    """Every active offer, with per-unit prices by duration (days) and units free now."""
+def _offers_out() -> list[dict]:
     return [
         {
             "slug": item.offer.slug,
@@ -78,11 +77,18 @@ def offers(request):
             "units_available": item.units_available,
             "preparations": list(item.offer.preparations),
         }
-        for item in selectors.offer_listings()
+        for item in selectors.offer_listings_cached()
     ]
+
+
+@router.get("/offers", auth=None, response=list[OfferOut])
+def offers(request):
+    """Every active offer, with per-unit prices by duration (days) and units free now."""
+    # The same for every caller of a language: kept as plain data in the catalog cache.
+    return caching.cached(f"api-offers:{get_language()}", _offers_out)
 
 
 @router.post("/quotes", auth=None, response=QuoteOut)
 def quotes(request, payload: QuoteIn):
     """Price a configuration exactly as the configurator and order registration do."""
-    return quote_out(order_selectors.configuration_quote(**payload.dict()))
+    return quote_out(order_selectors.configuration_quote_cached(**payload.dict()))

@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
 from kernodeck.catalog import selectors as catalog_selectors
+from kernodeck.catalog import services as catalog_services
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict
 from kernodeck.core.money import usd_str
@@ -117,6 +118,7 @@ def order_register(*, owner, offer, days, units, preparation) -> Order:
             except IntegrityError:
                 if attempt == REFERENCE_ATTEMPTS - 1:
                     raise
+        catalog_services.catalog_changed()  # its units are held from now on
         audit_record(
             action="order.registered",
             target=order,
@@ -156,6 +158,7 @@ def order_cancel(*, order: Order, actor) -> Order:
         order.payment_state = PaymentState.CANCELLED
         order.cancelled_at = clock.now()
         order.save(update_fields=["payment_state", "cancelled_at"])
+        catalog_services.catalog_changed()  # its held units are free again
         audit_record(
             action="order.cancelled",
             target=order,
@@ -182,6 +185,7 @@ def order_hold_extend(*, order: Order, until, actor=None) -> Order:
         before = order.hold_until
         order.hold_until = until
         order.save(update_fields=["hold_until"])
+        catalog_services.catalog_changed()
         audit_record(
             action="order.hold_extended",
             target=order,
@@ -222,6 +226,7 @@ def order_settle(*, order: Order, actor=None, cause: dict) -> Order:
         order.payment_state = PaymentState.SETTLED
         order.settled_at = clock.now()
         order.save(update_fields=["payment_state", "settled_at"])
+        catalog_services.catalog_changed()  # held units become a rental's
         audit_record(
             action="order.settled",
             target=order,
