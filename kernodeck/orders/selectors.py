@@ -86,7 +86,7 @@ def order_get_for_owner(*, owner, reference: str, with_payments: bool = False) -
     orders = Order.objects.filter(owner=owner, reference=str(reference or "").upper()[:16])
     if with_payments:
         orders = orders.prefetch_related(payment_selectors.intents_prefetch())
-    order = orders.select_related("offer").first()
+    order = orders.select_related("offer", "owner").first()
     if order is None:
         raise NotFound(_("No order with this reference on your account."))
     return order

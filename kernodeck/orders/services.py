@@ -177,6 +177,10 @@ def order_hold_extend(*, order: Order, until, actor=None) -> Order:
     If the hold had already lapsed, the units may have gone to someone else: they are
     counted again under the offer's lock, and the extension is refused if they are gone.
     """
+    if order.payment_state != PaymentState.AWAITING_PAYMENT or order.hold_until >= until:
+        # Nothing to do, even if `order` was read before a change: an order never returns
+        # to awaiting payment and its hold only grows, so the locked row says the same.
+        return order
     with transaction.atomic():
         order = locks.lock_order(order.pk)
         if order.payment_state != PaymentState.AWAITING_PAYMENT or order.hold_until >= until:
@@ -185,7 +189,8 @@ def order_hold_extend(*, order: Order, until, actor=None) -> Order:
         before = order.hold_until
         order.hold_until = until
         order.save(update_fields=["hold_until"])
-        catalog_services.catalog_changed()
+        if before <= clock.now():
+            catalog_services.catalog_changed()  # a lapsed hold takes its units again
         audit_record(
             action="order.hold_extended",
             target=order,
