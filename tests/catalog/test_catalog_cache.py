@@ -285,3 +285,22 @@ def test_a_cache_hit_asks_the_database_nothing(client, django_assert_num_queries
             ).status_code
             == 422
         )
+
+
+def test_without_a_working_cache_the_catalog_and_orders_still_work(client, settings, caplog):
+    """The cache is an optimisation: when Redis is down, pages read the database and
+    changes still commit (their bump is logged, not raised)."""
+    offer = make_offer(units_total=5)
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:9/0",  # nothing listens there
+        }
+    }
+
+    make_order(offer=offer, units=2)
+
+    assert free_in_api(client) == 3
+    assert free_on_page(client) == "3 units"
+    assert quote_units(client, offer, 3).status_code == 200
+    assert "catalog cache" in caplog.text
