@@ -172,7 +172,8 @@ REDIS_URL = os.environ.get("KERNODECK_REDIS_URL", "")
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # Django's Redis cache, reusing its client (core/redis_cache.py).
+            "BACKEND": "kernodeck.core.redis_cache.RedisCache",
             "LOCATION": REDIS_URL,
         }
     }

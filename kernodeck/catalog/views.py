@@ -17,31 +17,35 @@ def catalog(request):
     """The catalog. Its content (filters and offers) is the same for every visitor with the
     same language and filters, so it is rendered once into the catalog cache; the layout
     around it (the visitor's header, the CSRF token) is rendered for each request."""
-    form = CatalogFilterForm(request.GET or None)
-    valid = form.is_valid()
-    filters = form.cleaned_data if valid else {}
-    backend = filters.get("backend") or ""
-    min_memory = filters.get("min_memory") or 0
-    sort = filters.get("sort") or "price"
-
-    def content():
-        listings = selectors.offer_listings_cached(
-            backend=backend, min_memory_gib=min_memory, sort=sort
+    if not request.GET:
+        # The plain catalog, most visitors' page: its form is built only to render it.
+        html = caching.cached(
+            f"page:{get_language()}", lambda: _catalog_content(CatalogFilterForm())
         )
-        filtered = any(filters.values()) if filters else False
-        return render_to_string(
-            "catalog/_catalog_content.html",
-            {"form": form, "listings": listings, "filtered": filtered},
-        )
-
-    if form.is_bound and not valid:
-        html = content()  # the errors echo the visitor's input: never shared
     else:
-        # A valid form's fields hold one of their few choices (or nothing), and the content
-        # depends on nothing else: they, the language and boundness name it.
-        raw = ":".join(repr(form.data.get(name)) for name in form.fields)
-        html = caching.cached(f"page:{get_language()}:{form.is_bound}:{raw}", content)
+        form = CatalogFilterForm(request.GET)
+        if form.is_valid():
+            # A valid form's fields hold one of their few choices (or nothing), and the
+            # content depends on nothing else: they and the language name it.
+            raw = ":".join(repr(form.data.get(name)) for name in form.fields)
+            html = caching.cached(f"page:{get_language()}:{raw}", lambda: _catalog_content(form))
+        else:
+            html = _catalog_content(form)  # the errors echo the input: never shared
     return render(request, "catalog/catalog.html", {"content": html})
+
+
+def _catalog_content(form) -> str:
+    filters = form.cleaned_data if form.is_valid() else {}
+    listings = selectors.offer_listings_cached(
+        backend=filters.get("backend") or "",
+        min_memory_gib=filters.get("min_memory") or 0,
+        sort=filters.get("sort") or "price",
+    )
+    filtered = any(filters.values()) if filters else False
+    return render_to_string(
+        "catalog/_catalog_content.html",
+        {"form": form, "listings": listings, "filtered": filtered},
+    )
 
 
 def _configuration(request, offer):
