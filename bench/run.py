@@ -7,7 +7,9 @@ Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres), Redis on 127.0.0
 Debian's `wrk`; uses ./.venv (run `python3 dev.py test --version` once to create it). It
 creates a scratch database `kernodeck_bench`, seeds it, starts `kernodeck serve`, loads each
 endpoint with wrk over loopback and prints req/s, p50, p99, queries per request and the
-ratio to the trivial JSON view measured in the same run, then memory per web process.
+ratio to the trivial JSON view measured in the same run (loaded again after every
+endpoint, and each ratio taken against the two loads around it, because the load of a
+shared machine drifts within a run), then memory per web process.
 The last row creates payment instructions (`POST /api/v1/orders/{reference}/payments`,
 BTC) with 8 clients, each request for a fresh order pre-created by the seed.
 Every figure is from this run on this machine; nothing is remembered between runs.
@@ -282,7 +284,10 @@ def main() -> int:
     try:
         queries = count_queries(env, [case[3] for case in cases])
         results = []
-        for (name, path, script, _), n_queries in zip(cases, queries, strict=True):
+        # The trivial view is loaded again after every endpoint: on a shared machine the
+        # load drifts within a run, so each ratio compares with the baselines around it.
+        baselines = []  # the trivial view's req/s: its own row, then after each endpoint
+        for i, ((name, path, script, _), n_queries) in enumerate(zip(cases, queries, strict=True)):
             print(f"loading {name} …", flush=True)
             figures = wrk(
                 base + path,
@@ -291,12 +296,18 @@ def main() -> int:
                 script=script,
             )
             results.append((name, figures, n_queries))
+            if i > 0:
+                figures = wrk(
+                    base + cases[0][1],
+                    duration=options.duration,
+                    connections=options.connections,
+                )
+            baselines.append(figures["rps"])
         memory = memory_per_process(server)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
 
-    baseline = results[0][1]["rps"]
     print()
     print(
         f"machine: {os.cpu_count()} cores; server: kernodeck serve, {workers} workers x 4 "
@@ -307,13 +318,18 @@ def main() -> int:
     header = "| " + " | ".join(columns) + " |"
     print(header)
     print("|" + "|".join("-" * (len(part)) for part in header.split("|")[1:-1]) + "|")
-    for name, figures, n_queries in results:
+    for i, (name, figures, n_queries) in enumerate(results):
+        around = (baselines[max(i - 1, 0)] + baselines[i]) / 2
         print(
             f"| {name:<44} | {figures['rps']:>8.0f} | {figures['p50_ms']:>7.1f} | "
-            f"{figures['p99_ms']:>7.1f} | {n_queries:>7} | {figures['rps'] / baseline:>5.2f} | "
+            f"{figures['p99_ms']:>7.1f} | {n_queries:>7} | {figures['rps'] / around:>5.2f} | "
             f"{figures['errors']:>7} |"
         )
     print()
+    print(
+        "ratio: req/s over the mean of the trivial view's req/s just before and just after "
+        f"the row (trivial view, in order: {', '.join(f'{rps:.0f}' for rps in baselines)})"
+    )
     print(f"memory (RSS, MiB): master {memory[0]}, workers {', '.join(map(str, memory[1:]))}")
     return 0
 
