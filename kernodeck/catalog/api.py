@@ -1,8 +1,12 @@
 """Catalog endpoints: offers and quotes. Public: no token needed."""
 
+import json
+
+from django.http import HttpResponse
 from django.utils.translation import get_language
 from ninja import Field, Router, Schema
-from pydantic import StrictInt
+from ninja.responses import NinjaJSONEncoder
+from pydantic import StrictInt, TypeAdapter
 
 from kernodeck.catalog import caching, selectors
 from kernodeck.catalog.models import DURATIONS, MAX_UNITS, MIN_UNITS, Preparation
@@ -81,11 +85,18 @@ def _offers_out() -> list[dict]:
     ]
 
 
+def _offers_body() -> bytes:
+    """The list as the API renders it, checked against its schema once, when built."""
+    offers_out = TypeAdapter(list[OfferOut]).validate_python(_offers_out())
+    return json.dumps([offer.model_dump() for offer in offers_out], cls=NinjaJSONEncoder).encode()
+
+
 @router.get("/offers", auth=None, response=list[OfferOut])
 def offers(request):
     """Every active offer, with per-unit prices by duration (days) and units free now."""
-    # The same for every caller of a language: kept as plain data in the catalog cache.
-    return caching.cached(f"api-offers:{get_language()}", _offers_out)
+    # The same for every caller of a language: kept rendered in the catalog cache.
+    body = caching.cached(f"api-offers:{get_language()}", _offers_body)
+    return HttpResponse(body, content_type="application/json; charset=utf-8")
 
 
 @router.post("/quotes", auth=None, response=QuoteOut)
