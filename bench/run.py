@@ -7,7 +7,11 @@ Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres), Redis on 127.0.0
 Debian's `wrk`; uses ./.venv (run `python3 dev.py test --version` once to create it). It
 creates a scratch database `kernodeck_bench`, seeds it, starts `kernodeck serve`, loads each
 endpoint with wrk over loopback and prints req/s, p50, p99, queries per request and the
-ratio to the trivial JSON view measured in the same run, then memory per web process.
+ratio to the trivial JSON view measured in the same run (loaded again after every
+endpoint, and each ratio taken against the two loads around it, because the load of a
+shared machine drifts within a run), then memory per web process.
+The last row creates payment instructions (`POST /api/v1/orders/{reference}/payments`,
+BTC) with 8 clients, each request for a fresh order pre-created by the seed.
 Every figure is from this run on this machine; nothing is remembered between runs.
 """
 
@@ -60,13 +64,18 @@ def run(args, env, **kwargs):
     return subprocess.run(args, env=env, cwd=ROOT, check=True, **kwargs)
 
 
-def prepare_database(env, orders: int) -> dict:
+def prepare_database(env, orders: int, pay_orders: int) -> dict:
     psql = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc"]
     run([*psql, f"DROP DATABASE IF EXISTS {DATABASE}"], env)
     run([*psql, f"CREATE DATABASE {DATABASE}"], env)
     run(["redis-cli", "-n", "14", "FLUSHDB"], env, stdout=subprocess.DEVNULL)
     run([str(PYTHON), "-m", "kernodeck", "migrate", "-v", "0"], env)
-    out = run([str(PYTHON), "bench/seed.py", str(orders)], env, stdout=subprocess.PIPE, text=True)
+    out = run(
+        [str(PYTHON), "bench/seed.py", str(orders), str(pay_orders)],
+        env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -100,8 +109,12 @@ def start_server(env, port: int, workers: int) -> subprocess.Popen:
     sys.exit("the server did not become ready within 60 s")
 
 
+WRK_THREADS = 2
+
+
 def wrk(url: str, *, duration: int, connections: int, script: str | None = None) -> dict:
-    args = ["wrk", "--latency", "-t", "2", "-c", str(connections), "-d", f"{duration}s"]
+    args = ["wrk", "--latency", "-t", str(WRK_THREADS), "-c", str(connections)]
+    args += ["-d", f"{duration}s"]
     if script:
         args += ["-s", script]
     out = subprocess.run([*args, url], capture_output=True, text=True, check=True).stdout
@@ -130,6 +143,40 @@ def lua_script(folder: Path, name: str, *, method="GET", body=None, token=None) 
         lines.append(f'wrk.headers["Authorization"] = "Bearer {token}"')
     path = folder / f"{name}.lua"
     path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def payments_script(
+    folder: Path, *, orders: list[list[str]], methods: list[str], threads: int
+) -> str:
+    """A wrk script where each request asks for instructions for the next unused order, with
+    its owner's token: thread t of n takes orders t, t + n, t + 2n, … (an order pays once).
+    The orders take the payment methods in turn."""
+    refs = ",".join(
+        f"{{{json.dumps(ref)},{json.dumps(token)},"
+        f"{json.dumps(json.dumps({'method': methods[i % len(methods)]}))}}}"
+        for i, (ref, token) in enumerate(orders)
+    )
+    script = f"""
+local refs = {{{refs}}}
+local started = 0
+function setup(thread)
+  thread:set("offset", started)
+  started = started + 1
+end
+local sent = 0
+function request()
+  local i = sent * {threads} + offset + 1
+  sent = sent + 1
+  local order = refs[i] or refs[#refs]
+  return wrk.format("POST", "/api/v1/orders/" .. order[1] .. "/payments", {{
+    ["Content-Type"] = "application/json",
+    ["Authorization"] = "Bearer " .. order[2],
+  }}, order[3])
+end
+"""
+    path = folder / "payments.lua"
+    path.write_text(script)
     return str(path)
 
 
@@ -162,6 +209,15 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--orders", type=int, default=100, help="orders of the bench customer")
     parser.add_argument("--workers", type=int, default=None, help="web workers (default: serve's)")
+    parser.add_argument(
+        "--pay-clients", type=int, default=8, help="connections creating payment instructions"
+    )
+    parser.add_argument(
+        "--pay-methods",
+        default="btc-bitcoin",
+        help="payment methods the instructions use in turn, comma-separated (default: "
+        "btc-bitcoin, one chain: every request takes the same address counter)",
+    )
     options = parser.parse_args()
     for tool in ("wrk", "psql", "redis-cli"):
         if shutil.which(tool) is None:
@@ -174,7 +230,8 @@ def main() -> int:
     port = free_port()
     env = environment(port)
     print(f"seeding {DATABASE} ({options.orders} orders) …", flush=True)
-    seed = prepare_database(env, options.orders)
+    # Enough fresh orders for instructions at 1 000/s, and two for counting queries.
+    seed = prepare_database(env, options.orders, 1000 * options.duration + 2)
     workers = options.workers or min(2 * (os.cpu_count() or 1) + 1, 12)
     server = start_server(env, port, workers)
     base = f"http://127.0.0.1:{port}"
@@ -197,40 +254,82 @@ def main() -> int:
             {"path": "/api/v1/orders", "token": seed["token"]},
         ),
     ]
+    # Two orders of one customer for counting queries (warm, then measured); wrk gets the rest.
+    warm, counted = [
+        order for order in seed["pay_orders"] if order[1] == seed["pay_orders"][0][1]
+    ][:2]
+    to_pay = [order for order in seed["pay_orders"] if order not in (warm, counted)]
+    payments_path = f"/api/v1/orders/{counted[0]}/payments"
+    cases.append(
+        (
+            f"POST payment instructions, {options.pay_clients} clients"
+            + ("" if options.pay_methods == "btc-bitcoin" else " (mixed)"),
+            payments_path,
+            payments_script(
+                folder,
+                orders=to_pay,
+                methods=options.pay_methods.split(","),
+                threads=WRK_THREADS,
+            ),
+            {
+                "path": payments_path,
+                "warm_path": f"/api/v1/orders/{warm[0]}/payments",
+                "method": "post",
+                "body": {"method": "btc-bitcoin"},
+                "token": counted[1],
+            },
+        )
+    )
+    connections = {cases[-1][0]: options.pay_clients}
     try:
         queries = count_queries(env, [case[3] for case in cases])
         results = []
-        for (name, path, script, _), n_queries in zip(cases, queries, strict=True):
+        # The trivial view is loaded again after every endpoint: on a shared machine the
+        # load drifts within a run, so each ratio compares with the baselines around it.
+        baselines = []  # the trivial view's req/s: its own row, then after each endpoint
+        for i, ((name, path, script, _), n_queries) in enumerate(zip(cases, queries, strict=True)):
             print(f"loading {name} …", flush=True)
             figures = wrk(
                 base + path,
                 duration=options.duration,
-                connections=options.connections,
+                connections=connections.get(name, options.connections),
                 script=script,
             )
             results.append((name, figures, n_queries))
+            if i > 0:
+                figures = wrk(
+                    base + cases[0][1],
+                    duration=options.duration,
+                    connections=options.connections,
+                )
+            baselines.append(figures["rps"])
         memory = memory_per_process(server)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
 
-    baseline = results[0][1]["rps"]
     print()
     print(
         f"machine: {os.cpu_count()} cores; server: kernodeck serve, {workers} workers x 4 "
-        f"threads; wrk: 2 threads, {options.connections} connections, {options.duration} s"
+        f"threads; wrk: {WRK_THREADS} threads, {options.connections} connections "
+        f"({options.pay_clients} for payment instructions), {options.duration} s"
     )
-    columns = ["what".ljust(34), "   req/s", " p50 ms", " p99 ms", "queries", "ratio", "non-2xx"]
+    columns = ["what".ljust(44), "   req/s", " p50 ms", " p99 ms", "queries", "ratio", "non-2xx"]
     header = "| " + " | ".join(columns) + " |"
     print(header)
     print("|" + "|".join("-" * (len(part)) for part in header.split("|")[1:-1]) + "|")
-    for name, figures, n_queries in results:
+    for i, (name, figures, n_queries) in enumerate(results):
+        around = (baselines[max(i - 1, 0)] + baselines[i]) / 2
         print(
-            f"| {name:<34} | {figures['rps']:>8.0f} | {figures['p50_ms']:>7.1f} | "
-            f"{figures['p99_ms']:>7.1f} | {n_queries:>7} | {figures['rps'] / baseline:>5.2f} | "
+            f"| {name:<44} | {figures['rps']:>8.0f} | {figures['p50_ms']:>7.1f} | "
+            f"{figures['p99_ms']:>7.1f} | {n_queries:>7} | {figures['rps'] / around:>5.2f} | "
             f"{figures['errors']:>7} |"
         )
     print()
+    print(
+        "ratio: req/s over the mean of the trivial view's req/s just before and just after "
+        f"the row (trivial view, in order: {', '.join(f'{rps:.0f}' for rps in baselines)})"
+    )
     print(f"memory (RSS, MiB): master {memory[0]}, workers {', '.join(map(str, memory[1:]))}")
     return 0
 

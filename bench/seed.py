@@ -1,7 +1,13 @@
 """Load the benchmark's data into the configured database and print what the load needs.
 
 Run by bench/run.py with DJANGO_SETTINGS_MODULE=bench.settings. Prints one JSON line:
-{"token": ..., "offer": ..., "orders": N}.
+{"token": ..., "offer": ..., "orders": N, "pay_orders": [[reference, token], ...]}.
+
+The orders to pay (`pay_orders`, one per POST of payment instructions: an order with live
+instructions refuses new ones) belong, in turn, to PAYERS other customers (each request
+locks its customer's account, and eight clients are eight customers, not one), so the
+first customer's order list keeps its N orders; their offer is inactive, so their holds
+take no catalog units.
 """
 
 import json
@@ -9,8 +15,66 @@ import sys
 
 import django
 
+PAYERS = 8
 
-def main(orders: int) -> None:
+
+def _orders_to_pay(count: int) -> list[tuple[str, str]]:
+    from datetime import timedelta
+    from decimal import Decimal
+
+    from kernodeck.accounts import services as account_services
+    from kernodeck.accounts.models import User
+    from kernodeck.catalog.services import offer_create_if_missing
+    from kernodeck.core import clock
+    from kernodeck.orders.models import Order
+    from kernodeck.orders.references import new_reference
+
+    payers = []
+    for n in range(PAYERS):
+        payer = User.objects.create_user(
+            f"payer{n}@kernodeck.test", "bench password long enough 42", first_name="P"
+        )
+        _token, raw = account_services.api_token_create(user=payer, name="bench-pay")
+        payers.append((payer, raw))
+    offer = offer_create_if_missing(
+        slug="bench-payments",
+        prices={7: Decimal("100.00")},
+        gpu_model="Bench GPU",
+        vendor="nvidia",
+        backend="cuda",
+        memory_gib=80,
+        preparations=["pytorch"],
+        is_active=False,
+    )
+    now = clock.now()
+    references = sorted({new_reference() for _ in range(count)})
+    # Written in bulk: registering thousands through the service would take minutes, and
+    # only their rows matter here (awaiting payment, held for two hours).
+    Order.objects.bulk_create(
+        Order(
+            reference=reference,
+            owner=payers[i % PAYERS][0],
+            offer=offer,
+            offer_slug=offer.slug,
+            gpu_model=offer.gpu_model,
+            backend=offer.backend,
+            memory_gib=offer.memory_gib,
+            gpus_per_unit=1,
+            days=7,
+            units=1,
+            gpus=1,
+            preparation="pytorch",
+            unit_price_usd=Decimal("100.00"),
+            total_usd=Decimal("100.00"),
+            created_at=now,
+            hold_until=now + timedelta(hours=2),
+        )
+        for i, reference in enumerate(references)
+    )
+    return [(reference, payers[i % PAYERS][1]) for i, reference in enumerate(references)]
+
+
+def main(orders: int, pay_orders: int) -> None:
     django.setup()
     from django.conf import settings
 
@@ -34,8 +98,21 @@ def main(orders: int) -> None:
             owner=customer, offer=offer.slug, days=7, units=1, preparation="pytorch"
         )
         order_services.order_cancel(order=order, actor=customer)
-    print(json.dumps({"token": raw, "offer": offer.slug, "orders": orders}))
+    to_pay = _orders_to_pay(pay_orders)
+    print(
+        json.dumps(
+            {
+                "token": raw,
+                "offer": offer.slug,
+                "orders": orders,
+                "pay_orders": to_pay,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100)
+    main(
+        int(sys.argv[1]) if len(sys.argv) > 1 else 100,
+        int(sys.argv[2]) if len(sys.argv) > 2 else 0,
+    )

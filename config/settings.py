@@ -172,7 +172,8 @@ REDIS_URL = os.environ.get("KERNODECK_REDIS_URL", "")
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # Django's Redis cache, reusing its client (core/redis_cache.py).
+            "BACKEND": "kernodeck.core.redis_cache.RedisCache",
             "LOCATION": REDIS_URL,
         }
     }
@@ -225,6 +226,9 @@ KERNODECK_THROTTLE_PAYMENT_DECLARE = env_limit("KERNODECK_THROTTLE_PAYMENT_DECLA
 # Where people who cannot sign in (lost password) write to support; shown on the sign-in page.
 KERNODECK_SUPPORT_EMAIL = os.environ.get("KERNODECK_SUPPORT_EMAIL", "").strip()
 KERNODECK_ORDER_HOLD_SECONDS = int(os.environ.get("KERNODECK_ORDER_HOLD_SECONDS", 2 * 60 * 60))
+# The catalog, the offers list and quotes read offers, prices and units free from a cache
+# invalidated by every change; this bounds how late a lapsed hold shows (0: no cache).
+KERNODECK_CATALOG_CACHE_SECONDS = int(os.environ.get("KERNODECK_CATALOG_CACHE_SECONDS", 5))
 
 # Provisioning: keys that encrypt delivered secrets (first encrypts, all decrypt, so keys
 # rotate), and the driver class behind each node driver code.

@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from kernodeck.catalog.models import Offer, OfferPrice, Preparation
+from kernodeck.catalog.services import catalog_changed
 
 
 class OfferPriceInline(admin.TabularInline):
@@ -51,3 +52,21 @@ class OfferAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         # Slugs are stable once an offer exists: URLs and API clients rely on them.
         return ["slug"] if obj else []
+
+    # Operators edit offers and prices here, not through a service: each save (the change
+    # form with its prices, or the list's editable columns) marks the cached catalog stale.
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        catalog_changed()
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        catalog_changed()
+
+    def delete_model(self, request, obj):
+        super().delete_model(request, obj)
+        catalog_changed()
+
+    def delete_queryset(self, request, queryset):
+        super().delete_queryset(request, queryset)
+        catalog_changed()

@@ -1,9 +1,14 @@
 """Catalog endpoints: offers and quotes. Public: no token needed."""
 
-from ninja import Field, Router, Schema
-from pydantic import StrictInt
+import json
 
-from kernodeck.catalog import selectors
+from django.http import HttpResponse
+from django.utils.translation import get_language
+from ninja import Field, Router, Schema
+from ninja.responses import NinjaJSONEncoder
+from pydantic import StrictInt, TypeAdapter
+
+from kernodeck.catalog import caching, selectors
 from kernodeck.catalog.models import DURATIONS, MAX_UNITS, MIN_UNITS, Preparation
 from kernodeck.core.money import usd_str
 from kernodeck.orders import selectors as order_selectors
@@ -63,9 +68,7 @@ def quote_out(quote) -> dict:
     }
 
 
-@router.get("/offers", auth=None, response=list[OfferOut])
-def offers(request):
-    """Every active offer, with per-unit prices by duration (days) and units free now."""
+def _offers_out() -> list[dict]:
     return [
         {
             "slug": item.offer.slug,
@@ -78,11 +81,25 @@ def offers(request):
             "units_available": item.units_available,
             "preparations": list(item.offer.preparations),
         }
-        for item in selectors.offer_listings()
+        for item in selectors.offer_listings_cached()
     ]
+
+
+def _offers_body() -> bytes:
+    """The list as the API renders it, checked against its schema once, when built."""
+    offers_out = TypeAdapter(list[OfferOut]).validate_python(_offers_out())
+    return json.dumps([offer.model_dump() for offer in offers_out], cls=NinjaJSONEncoder).encode()
+
+
+@router.get("/offers", auth=None, response=list[OfferOut])
+def offers(request):
+    """Every active offer, with per-unit prices by duration (days) and units free now."""
+    # The same for every caller of a language: kept rendered in the catalog cache.
+    body = caching.cached(f"api-offers:{get_language()}", _offers_body)
+    return HttpResponse(body, content_type="application/json; charset=utf-8")
 
 
 @router.post("/quotes", auth=None, response=QuoteOut)
 def quotes(request, payload: QuoteIn):
     """Price a configuration exactly as the configurator and order registration do."""
-    return quote_out(order_selectors.configuration_quote(**payload.dict()))
+    return quote_out(order_selectors.configuration_quote_cached(**payload.dict()))

@@ -4,6 +4,7 @@ from decimal import Decimal
 from django.db.models import Prefetch
 from django.utils.translation import gettext as _
 
+from kernodeck.catalog import caching
 from kernodeck.catalog.models import Offer, OfferPrice
 from kernodeck.catalog.quotes import PriceSheet
 from kernodeck.core.errors import InvalidInput
@@ -38,12 +39,15 @@ def offer_get(*, slug: str) -> Offer:
     return offer
 
 
-def price_sheet(offer: Offer) -> PriceSheet:
+def price_sheet(offer: Offer, prices: dict[int, Decimal] | None = None) -> PriceSheet:
+    """What a quote needs of the offer; `prices` (days -> USD) if already read."""
+    if prices is None:
+        prices = {price.days: price.unit_price_usd for price in offer.prices.all()}
     return PriceSheet(
         slug=offer.slug,
         gpu_model=offer.gpu_model,
         gpus_per_unit=offer.gpus_per_unit,
-        unit_prices={price.days: price.unit_price_usd for price in offer.prices.all()},
+        unit_prices=prices,
         preparations=tuple(offer.preparations),
     )
 
@@ -61,7 +65,7 @@ def _gpu_hour(offer: Offer, days: int, unit_price: Decimal) -> Decimal:
 
 
 def _listings_for(offers) -> list[OfferListing]:
-    available = capacity.units_available_by_offer(offer_ids=[offer.pk for offer in offers])
+    available = capacity.units_available_by_offer(offers=offers)
     listings = []
     for offer in offers:
         prices = {price.days: price.unit_price_usd for price in offer.prices.all()}
@@ -77,14 +81,17 @@ def _listings_for(offers) -> list[OfferListing]:
     return listings
 
 
-def offer_listings(*, backend: str = "", min_memory_gib: int = 0, sort: str = "price"):
-    """Active offers with their prices, cheapest GPU-hour and units free right now."""
-    offers = offers_active()
-    if backend:
-        offers = offers.filter(backend=backend)
-    if min_memory_gib:
-        offers = offers.filter(memory_gib__gte=min_memory_gib)
-    listings = _listings_for(list(offers))
+def _all_listings() -> list[OfferListing]:
+    return _listings_for(list(offers_active()))
+
+
+def _chosen(listings, *, backend: str, min_memory_gib: int, sort: str) -> list[OfferListing]:
+    listings = [
+        item
+        for item in listings
+        if (not backend or item.offer.backend == backend)
+        and item.offer.memory_gib >= (min_memory_gib or 0)
+    ]
     if sort in {"price", "-price"}:
         listings.sort(
             key=lambda item: (item.price_from_gpu_hour is None, item.price_from_gpu_hour or 0),
@@ -93,6 +100,40 @@ def offer_listings(*, backend: str = "", min_memory_gib: int = 0, sort: str = "p
     elif sort == "memory":
         listings.sort(key=lambda item: (-item.offer.memory_gib, item.offer.slug))
     return listings
+
+
+def offer_listings(*, backend: str = "", min_memory_gib: int = 0, sort: str = "price"):
+    """Active offers with their prices, cheapest GPU-hour and units free right now."""
+    return _chosen(_all_listings(), backend=backend, min_memory_gib=min_memory_gib, sort=sort)
+
+
+def offer_listings_cached(*, backend: str = "", min_memory_gib: int = 0, sort: str = "price"):
+    """offer_listings from the catalog cache (catalog/caching.py): exact after every change
+    of offers, prices, fleet or holds, at most a few seconds late on a lapsed hold.
+
+    For pages and lists every visitor reads alike; decisions (order registration, settling)
+    count live under the offer's lock.
+    """
+    listings = caching.cached("listings", _all_listings)
+    return _chosen(listings, backend=backend, min_memory_gib=min_memory_gib, sort=sort)
+
+
+def _price_sheets() -> dict[str, tuple[PriceSheet, int]]:
+    return {
+        item.offer.slug: (price_sheet(item.offer, item.prices), item.units_available)
+        for item in offer_listings_cached()
+    }
+
+
+def price_sheet_cached(*, slug: str) -> tuple[PriceSheet, int]:
+    """The active offer's price sheet and units free, from the catalog cache (small plain
+    values, quick to read back), or the InvalidInput offer_get_active gives."""
+    found = caching.cached("sheets", _price_sheets).get(str(slug or "")[:50])
+    if found is None:
+        raise InvalidInput(
+            _("There is no GPU offer called “%(slug)s”.") % {"slug": slug}, field="offer"
+        )
+    return found
 
 
 def offer_listing(*, offer: Offer) -> OfferListing:

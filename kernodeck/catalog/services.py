@@ -2,8 +2,21 @@ from decimal import Decimal
 
 from django.db import transaction
 
+from kernodeck.catalog import caching
 from kernodeck.catalog.models import Offer, OfferPrice
 from kernodeck.core.services import audit_record
+
+
+def catalog_changed() -> None:
+    """Offers, prices, the fleet or a hold changed: the cached catalog is stale from now on.
+
+    Every service that writes one of these calls it inside its transaction. The version is
+    bumped at once, so later reads of the same transaction miss the cache, and again on
+    commit, so a listing another request cached meanwhile from the rows before the commit
+    is dropped too. A rollback only costs one cache miss.
+    """
+    caching.bump()
+    transaction.on_commit(caching.bump)
 
 
 def offer_create_if_missing(*, slug: str, prices: dict[int, Decimal], **fields) -> Offer | None:
@@ -21,4 +34,5 @@ def offer_create_if_missing(*, slug: str, prices: dict[int, Decimal], **fields) 
             target=offer,
             after={"slug": slug, "prices": {str(d): str(p) for d, p in prices.items()}},
         )
+        catalog_changed()
     return offer

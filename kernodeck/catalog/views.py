@@ -1,7 +1,9 @@
 from django.http import Http404
 from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.utils.translation import get_language
 
-from kernodeck.catalog import selectors
+from kernodeck.catalog import caching, selectors
 from kernodeck.catalog.forms import CatalogFilterForm, ConfigureForm
 from kernodeck.catalog.quotes import quote_errors
 from kernodeck.core.errors import InvalidInput, ServiceError
@@ -12,17 +14,36 @@ DEFAULTS = {"days": "7", "units": "1"}
 
 
 def catalog(request):
-    form = CatalogFilterForm(request.GET or None)
+    """The catalog. Its content (filters and offers) is the same for every visitor with the
+    same language and filters, so it is rendered once into the catalog cache; the layout
+    around it (the visitor's header, the CSRF token) is rendered for each request."""
+    if not request.GET:
+        # The plain catalog, most visitors' page: its form is built only to render it.
+        html = caching.cached(
+            f"page:{get_language()}", lambda: _catalog_content(CatalogFilterForm())
+        )
+    else:
+        form = CatalogFilterForm(request.GET)
+        if form.is_valid():
+            # A valid form's fields hold one of their few choices (or nothing), and the
+            # content depends on nothing else: they and the language name it.
+            raw = ":".join(repr(form.data.get(name)) for name in form.fields)
+            html = caching.cached(f"page:{get_language()}:{raw}", lambda: _catalog_content(form))
+        else:
+            html = _catalog_content(form)  # the errors echo the input: never shared
+    return render(request, "catalog/catalog.html", {"content": html})
+
+
+def _catalog_content(form) -> str:
     filters = form.cleaned_data if form.is_valid() else {}
-    listings = selectors.offer_listings(
+    listings = selectors.offer_listings_cached(
         backend=filters.get("backend") or "",
         min_memory_gib=filters.get("min_memory") or 0,
         sort=filters.get("sort") or "price",
     )
     filtered = any(filters.values()) if filters else False
-    return render(
-        request,
-        "catalog/catalog.html",
+    return render_to_string(
+        "catalog/_catalog_content.html",
         {"form": form, "listings": listings, "filtered": filtered},
     )
 

@@ -47,9 +47,13 @@ def _units_by_offer(queryset, offer_ids) -> dict[int, int]:
     return {row["offer_id"]: row["n"] for row in rows}
 
 
-def free_units_on_nodes(*, offer_ids) -> dict[int, int]:
-    """Whole units that fit in the free slots of available nodes, per offer id."""
-    per_unit = dict(Offer.objects.filter(pk__in=offer_ids).values_list("pk", "gpus_per_unit"))
+def free_units_on_nodes(*, offer_ids, per_unit: dict[int, int] | None = None) -> dict[int, int]:
+    """Whole units that fit in the free slots of available nodes, per offer id.
+
+    `per_unit` (offer id -> GPUs per unit) saves a query when the caller has the offers.
+    """
+    if per_unit is None:
+        per_unit = dict(Offer.objects.filter(pk__in=offer_ids).values_list("pk", "gpus_per_unit"))
     free = (
         GpuSlot.objects.filter(node__offer_id__in=offer_ids, node__state=NodeState.AVAILABLE)
         .exclude(Exists(Allocation.objects.filter(slot=OuterRef("pk"), released_at=None)))
@@ -64,10 +68,17 @@ def free_units_on_nodes(*, offer_ids) -> dict[int, int]:
     return dict(units)
 
 
-def units_available_by_offer(*, offer_ids) -> dict[int, int]:
-    """Units orderable right now, for each offer id (every id present, never negative)."""
+def units_available_by_offer(*, offer_ids=None, offers=None) -> dict[int, int]:
+    """Units orderable right now, for each offer id (every id present, never negative).
+
+    Give the loaded `offers` instead of their ids to save the query for their unit sizes.
+    """
+    per_unit = None
+    if offers is not None:
+        per_unit = {offer.pk: offer.gpus_per_unit for offer in offers}
+        offer_ids = list(per_unit)
     offer_ids = list(offer_ids)
-    free = free_units_on_nodes(offer_ids=offer_ids)
+    free = free_units_on_nodes(offer_ids=offer_ids, per_unit=per_unit)
     waiting = _units_by_offer(orders_waiting_for_slots(), offer_ids)
     held = _units_by_offer(orders_on_hold(), offer_ids)
     return {
@@ -78,5 +89,6 @@ def units_available_by_offer(*, offer_ids) -> dict[int, int]:
 
 def units_free(*, offer) -> int:
     """Units of this offer that an order (or a lapsed order's settlement) can take now."""
-    offer_id = getattr(offer, "pk", offer)
-    return units_available_by_offer(offer_ids=[offer_id])[offer_id]
+    if isinstance(offer, Offer):
+        return units_available_by_offer(offers=[offer])[offer.pk]
+    return units_available_by_offer(offer_ids=[offer])[offer]

@@ -94,7 +94,23 @@ class Order(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["owner", "-created_at"])]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"]),
+            # Capacity (orders/capacity.py) counts only orders that still take units: these
+            # partial indexes hold just those rows, so the count does not grow with the
+            # history of settled-and-ended or cancelled orders.
+            models.Index(
+                fields=["offer", "hold_until"],
+                condition=models.Q(payment_state=PaymentState.AWAITING_PAYMENT),
+                name="orders_order_on_hold_idx",
+            ),
+            models.Index(
+                fields=["offer"],
+                condition=models.Q(payment_state=PaymentState.SETTLED)
+                & ~models.Q(rental_state__in=sorted(RELEASED_RENTAL_STATES)),
+                name="orders_order_live_rental_idx",
+            ),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(units__gte=MIN_UNITS, units__lte=MAX_UNITS),

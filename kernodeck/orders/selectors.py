@@ -22,6 +22,15 @@ def not_enough_units_message(*, available: int, gpu_model: str) -> str:
     ) % {"n": available, "gpu": gpu_model}
 
 
+def _within_units(result: Quote, *, available: int) -> Quote:
+    if result.units > available:
+        raise Conflict(
+            not_enough_units_message(available=available, gpu_model=result.gpu_model),
+            field="units",
+        )
+    return result
+
+
 def offer_quote(*, offer_obj, days, units, preparation) -> Quote:
     """Quote a configuration of a loaded offer and check the fleet has the units free.
 
@@ -30,19 +39,22 @@ def offer_quote(*, offer_obj, days, units, preparation) -> Quote:
     result = quote(
         catalog_selectors.price_sheet(offer_obj), days=days, units=units, preparation=preparation
     )
-    available = capacity.units_free(offer=offer_obj)
-    if result.units > available:
-        raise Conflict(
-            not_enough_units_message(available=available, gpu_model=offer_obj.gpu_model),
-            field="units",
-        )
-    return result
+    return _within_units(result, available=capacity.units_free(offer=offer_obj))
 
 
 def configuration_quote(*, offer, days, units, preparation) -> Quote:
     """Quote a configuration given by the offer's slug (configurator, API, orders)."""
     offer_obj = catalog_selectors.offer_get_active(slug=offer)
     return offer_quote(offer_obj=offer_obj, days=days, units=units, preparation=preparation)
+
+
+def configuration_quote_cached(*, offer, days, units, preparation) -> Quote:
+    """configuration_quote with the prices and units free the catalog shows, from its cache
+    (catalog/caching.py): the same answers and errors, at most a few seconds late on a
+    lapsed hold. For answering quotes; registering an order counts live under the lock."""
+    sheet, available = catalog_selectors.price_sheet_cached(slug=offer)
+    result = quote(sheet, days=days, units=units, preparation=preparation)
+    return _within_units(result, available=available)
 
 
 def order_check_payable(order: Order) -> None:
@@ -74,7 +86,7 @@ def order_get_for_owner(*, owner, reference: str, with_payments: bool = False) -
     orders = Order.objects.filter(owner=owner, reference=str(reference or "").upper()[:16])
     if with_payments:
         orders = orders.prefetch_related(payment_selectors.intents_prefetch())
-    order = orders.select_related("offer").first()
+    order = orders.select_related("offer", "owner").first()
     if order is None:
         raise NotFound(_("No order with this reference on your account."))
     return order

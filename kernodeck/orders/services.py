@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
 from kernodeck.catalog import selectors as catalog_selectors
+from kernodeck.catalog import services as catalog_services
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict
 from kernodeck.core.money import usd_str
@@ -117,6 +118,7 @@ def order_register(*, owner, offer, days, units, preparation) -> Order:
             except IntegrityError:
                 if attempt == REFERENCE_ATTEMPTS - 1:
                     raise
+        catalog_services.catalog_changed()  # its units are held from now on
         audit_record(
             action="order.registered",
             target=order,
@@ -156,6 +158,7 @@ def order_cancel(*, order: Order, actor) -> Order:
         order.payment_state = PaymentState.CANCELLED
         order.cancelled_at = clock.now()
         order.save(update_fields=["payment_state", "cancelled_at"])
+        catalog_services.catalog_changed()  # its held units are free again
         audit_record(
             action="order.cancelled",
             target=order,
@@ -174,6 +177,10 @@ def order_hold_extend(*, order: Order, until, actor=None) -> Order:
     If the hold had already lapsed, the units may have gone to someone else: they are
     counted again under the offer's lock, and the extension is refused if they are gone.
     """
+    if order.payment_state != PaymentState.AWAITING_PAYMENT or order.hold_until >= until:
+        # Nothing to do, even if `order` was read before a change: an order never returns
+        # to awaiting payment and its hold only grows, so the locked row says the same.
+        return order
     with transaction.atomic():
         order = locks.lock_order(order.pk)
         if order.payment_state != PaymentState.AWAITING_PAYMENT or order.hold_until >= until:
@@ -182,6 +189,8 @@ def order_hold_extend(*, order: Order, until, actor=None) -> Order:
         before = order.hold_until
         order.hold_until = until
         order.save(update_fields=["hold_until"])
+        if before <= clock.now():
+            catalog_services.catalog_changed()  # a lapsed hold takes its units again
         audit_record(
             action="order.hold_extended",
             target=order,
@@ -222,6 +231,7 @@ def order_settle(*, order: Order, actor=None, cause: dict) -> Order:
         order.payment_state = PaymentState.SETTLED
         order.settled_at = clock.now()
         order.save(update_fields=["payment_state", "settled_at"])
+        catalog_services.catalog_changed()  # held units become a rental's
         audit_record(
             action="order.settled",
             target=order,

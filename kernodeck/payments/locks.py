@@ -10,6 +10,13 @@ from kernodeck.payments.models import AddressCounter, PaymentIntent
 
 def lock_counter(*, chain: str, wallet_fingerprint: str) -> AddressCounter:
     """Lock the address sequence of one wallet; create it on first use."""
+    counter = (
+        AddressCounter.objects.select_for_update(no_key=True)
+        .filter(chain=chain, wallet_fingerprint=wallet_fingerprint)
+        .first()
+    )
+    if counter is not None:
+        return counter
     try:
         with transaction.atomic():
             AddressCounter.objects.get_or_create(

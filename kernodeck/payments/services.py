@@ -193,14 +193,16 @@ def payment_intent_create(
     extension=None,
     actor=None,
     now=None,
+    prepared: tuple[PaymentMethod, Rate] | None = None,
 ) -> PaymentIntent:
     """Create instructions: a new address (never reused), the exact amount, an expiry.
 
     The caller holds the lock of what is being paid (order or top-up) when it matters, and
-    calls `instructions_prepare` before taking it. `now` (default: the clock) is the
-    creation time; the instructions expire KERNODECK_PAYMENT_EXPIRY_SECONDS later.
+    calls `instructions_prepare` before taking it (pass its answer as `prepared` so it is
+    not read again). `now` (default: the clock) is the creation time; the instructions
+    expire KERNODECK_PAYMENT_EXPIRY_SECONDS later.
     """
-    method, rate = instructions_prepare(method_code)
+    method, rate = prepared or instructions_prepare(method_code)
     wallet = registry.configured_wallets()[method.chain]
     testnet = registry.testnet()
     contract = methods.token_contract(method.code, testnet=testnet)
@@ -312,16 +314,18 @@ def payment_intent_create_for_order(*, order, method_code: str, actor) -> Paymen
     """New instructions for an order; refuses when it is not payable, already has live
     ones, has too many still watched, or the account asked for too many lately."""
     instructions_throttle_check(order.owner)
-    instructions_prepare(method_code)  # refusals and any rate fetch before the lock
-    intent = _payment_intent_create_for_order(order=order, method_code=method_code, actor=actor)
+    prepared = instructions_prepare(method_code)  # refusals and any rate fetch before the lock
+    intent = _payment_intent_create_for_order(
+        order=order, method_code=method_code, actor=actor, prepared=prepared
+    )
     instructions_throttle_hit(order.owner)
     return intent
 
 
 @retry_lost_races
-def _payment_intent_create_for_order(*, order, method_code: str, actor) -> PaymentIntent:
+def _payment_intent_create_for_order(*, order, method_code: str, actor, prepared) -> PaymentIntent:
     with transaction.atomic():
-        order = order_locks.lock_order(order.pk)  # account, then order
+        order = order_locks.lock_order(order.pk, owner_id=order.owner_id)  # account, order
         order_selectors.order_check_payable(order)
         live = selectors.live_intent(selectors.intents_for_order(order=order))
         if live is not None:
@@ -350,6 +354,7 @@ def _payment_intent_create_for_order(*, order, method_code: str, actor) -> Payme
             order=order,
             actor=actor,
             now=now,
+            prepared=prepared,
         )
         audit_record(
             action="order.payment_instructions_created",

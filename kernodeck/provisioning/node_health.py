@@ -16,6 +16,7 @@ from django.core.mail import mail_admins
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from kernodeck.catalog import services as catalog_services
 from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.models import AuditEvent
 from kernodeck.core.services import audit_record
@@ -110,6 +111,7 @@ def node_health_consequences(*, node: Node, health: NodeHealth) -> Node:
             before = node.state
             node.state, node.state_reason = NodeState.MAINTENANCE, reason
             node.save(update_fields=["state", "state_reason"])
+            catalog_services.catalog_changed()
             audit_record(
                 action="provisioning.node_state_changed",
                 target=node,

@@ -12,6 +12,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from kernodeck.accounts.models import SshKey
+from kernodeck.catalog import services as catalog_services
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput, NotFound
 from kernodeck.core.services import audit_record
@@ -81,6 +82,7 @@ def node_create(
             created_at=clock.now(),
         )
         GpuSlot.objects.bulk_create(GpuSlot(node=node, index=i) for i in range(gpu_count))
+        catalog_services.catalog_changed()
         audit_record(
             action="provisioning.node_created",
             target=node,
@@ -121,6 +123,7 @@ def node_state_set(*, node: Node, state: str, reason: str, actor) -> Node:
         before = node.state
         node.state, node.state_reason = state, reason
         node.save(update_fields=["state", "state_reason"])
+        catalog_services.catalog_changed()
         audit_record(
             action="provisioning.node_state_changed",
             target=node,
@@ -185,6 +188,7 @@ def _move(
     order.rental_state_changed_at = clock.now()
     order.rental_reason = reason
     order.save(update_fields=["rental_state", "rental_state_changed_at", "rental_reason", *fields])
+    catalog_services.catalog_changed()  # a settled rental's units wait, or end, by state
     after = {"rental_state": to}
     for name in fields:
         value = getattr(order, name)
@@ -211,6 +215,7 @@ def _live_allocations_of_slot():
 
 
 def _release_slots(order: Order) -> int:
+    catalog_services.catalog_changed()
     return Allocation.objects.filter(order=order, released_at__isnull=True).update(
         released_at=clock.now()
     )
@@ -332,6 +337,7 @@ def rental_allocate(*, order) -> Order:
         except IntegrityError:
             # Another allocator took one of these slots first; the periodic pass retries.
             return order
+        catalog_services.catalog_changed()
         order.rental_reason = str(_("GPUs allocated; preparation comes next."))
         order.save(update_fields=["rental_reason"])
         audit_record(

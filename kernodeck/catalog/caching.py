@@ -1,0 +1,77 @@
+"""The catalog's read cache: what every visitor sees alike (offers, prices, units free).
+
+Each entry carries the version it was built for; every change to offers, prices, the fleet
+or holds bumps the version (`catalog.services.catalog_changed`), and an entry is used for at most
+KERNODECK_CATALOG_CACHE_SECONDS by the project clock: a hold that lapses changes the
+figures without any write, and shows within that time. With Redis (production) the
+version and the entries are shared by every process; with local memory each process keeps
+its own, so a change made in another process shows there after the same few seconds.
+"""
+
+import logging
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.cache import cache
+
+from kernodeck.core import clock
+
+logger = logging.getLogger(__name__)
+
+VERSION_KEY = "catalog:version"
+
+
+def _max_age() -> timedelta:
+    return timedelta(seconds=settings.KERNODECK_CATALOG_CACHE_SECONDS)
+
+
+def bump() -> None:
+    """Make every entry written so far stale.
+
+    Never raises: an order or a node change must not fail because the cache is down (its
+    entries then lapse within max-age, as after a lapsed hold)."""
+    try:
+        try:
+            cache.incr(VERSION_KEY)
+        except ValueError:
+            # Evicted or never set: start from a number no entry written before can carry.
+            cache.add(VERSION_KEY, time.time_ns(), timeout=None)
+    except Exception:
+        logger.warning("catalog cache: could not bump the version", exc_info=True)
+
+
+def cached(key: str, build):
+    """The value of `build()` for `key`, built at most max-age ago and since the last bump.
+
+    One round trip reads the version and the entry together. The entry records the version
+    read before it was built, so a value built from rows that a concurrent change replaced
+    carries a version that change's bump has already left behind, and is never used.
+    Without a working cache the value is built for each call.
+    """
+    max_age = _max_age()
+    if not max_age:
+        return build()
+    entry_key = f"catalog:{key}"
+    try:
+        found = cache.get_many([VERSION_KEY, entry_key])
+        version = found.get(VERSION_KEY)
+        if version is None:
+            bump()
+            version = cache.get(VERSION_KEY)
+    except Exception:
+        logger.warning("catalog cache: unavailable, reading the database", exc_info=True)
+        return build()
+    now = clock.now()
+    entry = found.get(entry_key)
+    if entry is not None and version is not None:
+        built_for, built_at, value = entry
+        if built_for == version and timedelta(0) <= now - built_at < max_age:
+            return value
+    value = build()
+    if version is not None:
+        try:
+            cache.set(entry_key, (version, now, value), timeout=max_age.total_seconds())
+        except Exception:
+            logger.warning("catalog cache: could not store %s", key, exc_info=True)
+    return value
