@@ -264,7 +264,7 @@ def test_web_flow_staff_offer_then_customer_pays(client):
     case = reverse("support_staff:ticket", args=[ticket.pk])
     page = client.get(case)
     assert page.status_code == 200
-    assert "Price sheet for 7 days: $210.00" in page.content.decode()
+    assert "Price sheet for 7 days: 210.00 USD" in page.content.decode()
     response = client.post(
         case,
         {
