@@ -1,6 +1,6 @@
 """The back-office on a phone (issue 12): the review queue, the provisioning desk, the fleet,
-the ssh nodes and the support inbox stack their tables into cards under 600 px, so none of
-them scrolls sideways at 390 px, in Spanish or English, with rows in every table.
+the ssh nodes, the support inbox and the outbox stack their tables into cards under 600 px,
+so no page scrolls sideways at 390 px, in Spanish or English, with rows in every table.
 
 Set KERNODECK_SCREENSHOTS to a folder to keep 1280 and 390 px screenshots of each page, and
 KERNODECK_README_SCREENSHOTS to docs/screenshots to refresh the pictures README.md embeds.
@@ -126,6 +126,7 @@ def pages(base, orders):
         "backoffice-node": f"{base}/backoffice/nodes/{node}/",
         "backoffice-support": f"{base}/backoffice/support/",
         "backoffice-ticket": f"{base}/backoffice/support/{ticket.pk}/",
+        "backoffice-outbox": f"{base}/backoffice/outbox/",
     }
 
 
@@ -137,6 +138,7 @@ STACKED = {
     "backoffice-fleet",
     "backoffice-nodes",
     "backoffice-support",
+    "backoffice-outbox",
 }
 
 
