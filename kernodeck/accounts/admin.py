@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
+from django.utils.translation import gettext_lazy as _
 
 from kernodeck.accounts.models import ApiToken, SshKey, User
 
@@ -26,9 +27,9 @@ class UserAdmin(DjangoUserAdmin):
     search_fields = ["email", "first_name", "last_name"]
     fieldsets = [
         (None, {"fields": ["email", "password"]}),
-        ("Profile", {"fields": ["first_name", "last_name"]}),
-        ("Permissions", {"fields": ["is_active", "is_staff", "is_superuser", "groups"]}),
-        ("Dates", {"fields": ["last_login", "date_joined"]}),
+        (_("Profile"), {"fields": ["first_name", "last_name"]}),
+        (_("Permissions"), {"fields": ["is_active", "is_staff", "is_superuser", "groups"]}),
+        (_("Dates"), {"fields": ["last_login", "date_joined"]}),
     ]
     add_fieldsets = [
         (

@@ -49,16 +49,19 @@ class User(AbstractBaseUser, PermissionsMixin):
     email = models.EmailField(_("email"), max_length=254, unique=True)
     first_name = models.CharField(_("first name"), max_length=150)
     last_name = models.CharField(_("last name"), max_length=150)
-    is_active = models.BooleanField(default=True)
+    is_active = models.BooleanField(default=True, verbose_name=_("active"))
     is_staff = models.BooleanField(
-        default=False, help_text="Operators: may sign in to the back-office."
+        default=False,
+        help_text=_("Operators: may sign in to the back-office."),
+        verbose_name=_("staff"),
     )
-    date_joined = models.DateTimeField(default=clock.now)
+    date_joined = models.DateTimeField(default=clock.now, verbose_name=_("date joined"))
     preferred_language = models.CharField(
         max_length=8,
         choices=settings.LANGUAGES,
         default="es",
-        help_text="The language of e-mails: set at registration, sign-in and language switch.",
+        help_text=_("The language of e-mails: set at registration, sign-in and language switch."),
+        verbose_name=_("preferred language"),
     )
 
     objects = UserManager()
@@ -68,6 +71,7 @@ class User(AbstractBaseUser, PermissionsMixin):
     REQUIRED_FIELDS = ["first_name", "last_name"]
 
     class Meta:
+        verbose_name_plural = _("accounts")
         verbose_name = _("account")
         constraints = [
             # Stored normalised, so the unique index compares without case.
@@ -107,15 +111,23 @@ class Session(AbstractBaseSession):
 class ApiToken(models.Model):
     """A personal API token. Only a SHA-256 digest of the secret is stored."""
 
-    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_tokens")
+    user = models.ForeignKey(
+        User, on_delete=models.CASCADE, related_name="api_tokens", verbose_name=_("account")
+    )
     name = models.CharField(_("name"), max_length=80)
-    prefix = models.CharField(max_length=12, help_text="The first characters, for recognition.")
-    digest = models.CharField(max_length=64, unique=True)
-    created_at = models.DateTimeField()
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
+    prefix = models.CharField(
+        max_length=12,
+        help_text=_("The first characters, for recognition."),
+        verbose_name=_("prefix"),
+    )
+    digest = models.CharField(max_length=64, unique=True, verbose_name=_("digest"))
+    created_at = models.DateTimeField(verbose_name=_("created at"))
+    last_used_at = models.DateTimeField(null=True, blank=True, verbose_name=_("last used at"))
+    revoked_at = models.DateTimeField(null=True, blank=True, verbose_name=_("revoked at"))
 
     class Meta:
+        verbose_name = _("API token")
+        verbose_name_plural = _("API tokens")
         ordering = ["-created_at", "-id"]
 
     def __str__(self):
@@ -134,15 +146,22 @@ class SshKey(models.Model):
         ECDSA = "ecdsa", "ECDSA"
         RSA = "ssh-rsa", "RSA"
 
-    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="ssh_keys")
+    user = models.ForeignKey(
+        User, on_delete=models.CASCADE, related_name="ssh_keys", verbose_name=_("account")
+    )
     name = models.CharField(_("name"), max_length=80)
-    key_type = models.CharField(max_length=16, choices=KeyType.choices)
-    bits = models.PositiveIntegerField()
-    public_key = models.TextField(help_text="The key in OpenSSH format, without its comment.")
-    fingerprint = models.CharField(max_length=64)
-    created_at = models.DateTimeField()
+    key_type = models.CharField(max_length=16, choices=KeyType.choices, verbose_name=_("key type"))
+    bits = models.PositiveIntegerField(verbose_name=_("bits"))
+    public_key = models.TextField(
+        help_text=_("The key in OpenSSH format, without its comment."),
+        verbose_name=_("public key"),
+    )
+    fingerprint = models.CharField(max_length=64, verbose_name=_("fingerprint"))
+    created_at = models.DateTimeField(verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("SSH key")
+        verbose_name_plural = _("SSH keys")
         ordering = ["-created_at", "-id"]
         constraints = [
             models.UniqueConstraint(

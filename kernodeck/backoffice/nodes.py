@@ -7,6 +7,7 @@ queues the inspection task.
 from django.contrib import messages
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 
 from kernodeck.backoffice.node_forms import HostKeyAcceptForm, NodeSshForm
 from kernodeck.backoffice.permissions import permission_required
@@ -59,19 +60,21 @@ def node_detail(request, name):
                     recipes=settings_form.recipes(),
                     actor=request.user,
                 )
-                messages.success(request, "Settings saved.")
+                messages.success(request, _("Settings saved."))
                 return redirect("backoffice_nodes:detail", name=node.name)
             if action == "accept" and accept_form.is_valid():
                 node_health.node_host_key_accept(
                     node=node, offered=accept_form.cleaned_data["offered"], actor=request.user
                 )
-                messages.success(request, "Host key accepted. Put the node in service when ready.")
+                messages.success(
+                    request, _("Host key accepted. Put the node in service when ready.")
+                )
                 return redirect("backoffice_nodes:detail", name=node.name)
             if action == "inspect":
                 from kernodeck.provisioning import tasks
 
                 transaction.on_commit(lambda: tasks.node_inspect_task(node.pk))
-                messages.success(request, "Inspection queued.")
+                messages.success(request, _("Inspection queued."))
                 return redirect("backoffice_nodes:detail", name=node.name)
         except ServiceError as exc:
             add_service_error(settings_form if action == "settings" else accept_form, exc)

@@ -7,6 +7,7 @@ anonymous visitors the sign-in page.
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 
 from kernodeck.backoffice.permissions import permission_required
 from kernodeck.core.errors import NotFound, ServiceError
@@ -76,7 +77,7 @@ def ticket_case(request, ticket_id):
                     from_staff=True,
                     status=reply_form.cleaned_data["status"],
                 )
-                messages.success(request, "Reply sent; the customer is e-mailed.")
+                messages.success(request, _("Reply sent; the customer is e-mailed."))
                 return redirect("support_staff:ticket", ticket_id=ticket.pk)
             if form_name == "status" and status_form.is_valid():
                 services.ticket_status_set(
@@ -91,7 +92,7 @@ def ticket_case(request, ticket_id):
                     valid_until=offer_form.cleaned_data["valid_until"],
                     actor=request.user,
                 )
-                messages.success(request, "Offer sent to the customer.")
+                messages.success(request, _("Offer sent to the customer."))
                 return redirect("support_staff:ticket", ticket_id=ticket.pk)
             if form_name == "decline" and decline_form.is_valid() and extension is not None:
                 services.extension_decline(
@@ -99,7 +100,7 @@ def ticket_case(request, ticket_id):
                     reason=decline_form.cleaned_data["reason"],
                     actor=request.user,
                 )
-                messages.success(request, "Extension declined.")
+                messages.success(request, _("Extension declined."))
                 return redirect("support_staff:ticket", ticket_id=ticket.pk)
         except ServiceError as exc:
             target = {

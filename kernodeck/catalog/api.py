@@ -41,7 +41,7 @@ class QuoteIn(Schema):
         json_schema_extra={"minimum": MIN_UNITS, "maximum": MAX_UNITS},
     )
     preparation: str = Field(
-        description="Starting environment; the offer lists those it offers.",
+        description="Preparation (the starting environment); the offer lists those it offers.",
         json_schema_extra={"enum": list(Preparation.values)},
     )
 

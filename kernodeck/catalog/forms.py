@@ -50,7 +50,7 @@ class ConfigureForm(Form):
         ),
         help_text=_("1 to 10. A unit is hardware you rent, not a training batch."),
     )
-    preparation = forms.CharField(label=_("Starting environment"), required=False)
+    preparation = forms.CharField(label=_("Preparation"), required=False)
 
     def __init__(self, *args, preparations=(), **kwargs):
         super().__init__(*args, **kwargs)

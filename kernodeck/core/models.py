@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class AuditEvent(models.Model):
@@ -9,24 +10,27 @@ class AuditEvent(models.Model):
     they describe, and never updated or deleted.
     """
 
-    created_at = models.DateTimeField(db_index=True)
+    created_at = models.DateTimeField(db_index=True, verbose_name=_("created at"))
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="Who did it; empty for the system (worker, watcher) or an anonymous visitor.",
+        help_text=_("Who did it; empty for the system (worker, watcher) or an anonymous visitor."),
+        verbose_name=_("actor"),
     )
-    action = models.CharField(max_length=64, db_index=True)
-    target_type = models.CharField(max_length=64)
-    target_id = models.CharField(max_length=64)
-    before = models.JSONField(default=dict, blank=True)
-    after = models.JSONField(default=dict, blank=True)
-    data = models.JSONField(default=dict, blank=True)
-    ip_address = models.GenericIPAddressField(null=True, blank=True)
+    action = models.CharField(max_length=64, db_index=True, verbose_name=_("action"))
+    target_type = models.CharField(max_length=64, verbose_name=_("target type"))
+    target_id = models.CharField(max_length=64, verbose_name=_("target id"))
+    before = models.JSONField(default=dict, blank=True, verbose_name=_("before"))
+    after = models.JSONField(default=dict, blank=True, verbose_name=_("after"))
+    data = models.JSONField(default=dict, blank=True, verbose_name=_("data"))
+    ip_address = models.GenericIPAddressField(null=True, blank=True, verbose_name=_("IP address"))
 
     class Meta:
+        verbose_name = _("audit event")
+        verbose_name_plural = _("audit events")
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["target_type", "target_id", "created_at"])]
 

@@ -18,16 +18,26 @@ class TopUp(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     account = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="topups"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="topups",
+        verbose_name=_("account"),
     )
-    amount_usd = models.DecimalField(max_digits=12, decimal_places=2)
+    amount_usd = models.DecimalField(
+        max_digits=12, decimal_places=2, verbose_name=_("amount (USD)")
+    )
     status = models.CharField(
-        max_length=20, choices=TopUpStatus.choices, default=TopUpStatus.AWAITING_PAYMENT
+        max_length=20,
+        choices=TopUpStatus.choices,
+        default=TopUpStatus.AWAITING_PAYMENT,
+        verbose_name=_("status"),
     )
-    created_at = models.DateTimeField()
-    credited_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"))
+    credited_at = models.DateTimeField(null=True, blank=True, verbose_name=_("credited at"))
 
     class Meta:
+        verbose_name = _("top-up")
+        verbose_name_plural = _("top-ups")
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(
@@ -43,6 +53,8 @@ class EntryKind(models.TextChoices):
     TOPUP_CREDIT = "topup_credit", _("Top-up")
     OVERPAYMENT_CREDIT = "overpayment_credit", _("Overpayment credited")
     LATE_PAYMENT_CREDIT = "late_payment_credit", _("Late payment credited")
+    UNDERPAYMENT_CREDIT = "underpayment_credit", _("Underpayment credited")
+    REVIEW_CREDIT = "review_credit", _("Payment credited after review")
     REFUND_CREDIT = "refund_credit", _("Refund")
     ADJUSTMENT = "adjustment", _("Adjustment by support")
     ORDER_CHARGE = "order_charge", _("Order paid from the balance")
@@ -53,6 +65,8 @@ CREDIT_KINDS = {
     EntryKind.TOPUP_CREDIT,
     EntryKind.OVERPAYMENT_CREDIT,
     EntryKind.LATE_PAYMENT_CREDIT,
+    EntryKind.UNDERPAYMENT_CREDIT,
+    EntryKind.REVIEW_CREDIT,
     EntryKind.REFUND_CREDIT,
 }
 
@@ -67,27 +81,45 @@ class LedgerEntry(models.Model):
     """
 
     account = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="ledger_entries"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="ledger_entries",
+        verbose_name=_("account"),
     )
-    sequence = models.PositiveIntegerField()
-    kind = models.CharField(max_length=24, choices=EntryKind.choices)
-    amount_usd = models.DecimalField(max_digits=12, decimal_places=2)
-    balance_after_usd = models.DecimalField(max_digits=14, decimal_places=2)
-    created_at = models.DateTimeField()
+    sequence = models.PositiveIntegerField(verbose_name=_("number"))
+    kind = models.CharField(max_length=24, choices=EntryKind.choices, verbose_name=_("kind"))
+    amount_usd = models.DecimalField(
+        max_digits=12, decimal_places=2, verbose_name=_("amount (USD)")
+    )
+    balance_after_usd = models.DecimalField(
+        max_digits=14, decimal_places=2, verbose_name=_("balance after (USD)")
+    )
+    created_at = models.DateTimeField(verbose_name=_("date"))
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="Who caused it; empty for the system (payment reconciliation).",
+        help_text=_("Who caused it; empty for the system (payment reconciliation)."),
+        verbose_name=_("actor"),
     )
     # The cause: exactly what each kind needs (see the constraints).
     order = models.ForeignKey(
-        "orders.Order", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        "orders.Order",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        verbose_name=_("order"),
     )
     topup = models.ForeignKey(
-        TopUp, null=True, blank=True, on_delete=models.PROTECT, related_name="entries"
+        TopUp,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="entries",
+        verbose_name=_("top-up"),
     )
     intent = models.ForeignKey(
         "payments.PaymentIntent",
@@ -95,6 +127,7 @@ class LedgerEntry(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="ledger_entries",
+        verbose_name=_("payment"),
     )
     extension = models.ForeignKey(
         "support.Extension",
@@ -102,13 +135,15 @@ class LedgerEntry(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="ledger_entries",
+        verbose_name=_("extension"),
     )
-    memo = models.CharField(max_length=300, blank=True)
+    memo = models.CharField(max_length=300, blank=True, verbose_name=_("memo"))
 
     class Meta:
+        verbose_name = _("balance movement")
+        verbose_name_plural = _("balance movements")
         permissions = [("adjust_balance", "Can credit a customer's balance")]
         ordering = ["account", "-sequence"]
-        verbose_name_plural = "ledger entries"
         constraints = [
             models.UniqueConstraint(
                 fields=["account", "sequence"], name="ledger_entry_sequence_once"
@@ -125,6 +160,8 @@ class LedgerEntry(models.Model):
                         "topup_credit",
                         "overpayment_credit",
                         "late_payment_credit",
+                        "underpayment_credit",
+                        "review_credit",
                         "refund_credit",
                     ],
                     amount_usd__gt=0,
@@ -162,7 +199,14 @@ class LedgerEntry(models.Model):
                 name="ledger_topup_credit_has_cause",
             ),
             models.CheckConstraint(
-                condition=~Q(kind__in=["overpayment_credit", "late_payment_credit"])
+                condition=~Q(
+                    kind__in=[
+                        "overpayment_credit",
+                        "late_payment_credit",
+                        "underpayment_credit",
+                        "review_credit",
+                    ]
+                )
                 | Q(intent__isnull=False),
                 name="ledger_payment_credit_has_intent",
             ),

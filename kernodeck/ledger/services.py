@@ -310,7 +310,7 @@ def order_pay_with_balance(*, order, actor, confirm: bool = False):
 
 @retry_lost_races
 def balance_credit_payment(*, intent, amount_usd: Decimal, kind: str, actor, memo: str):
-    """Credit (part of) a crypto payment to its owner's balance: overpayment or late."""
+    """Credit (part of) a crypto payment to its owner's balance, with the kind naming its cause."""
     return _append(
         account_id=intent.owner_id,
         kind=kind,

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error
 from kernodeck.core.money import money
+from kernodeck.core.references import with_reference
 from kernodeck.ledger import selectors, services
 from kernodeck.ledger.forms import TopUpForm
 from kernodeck.orders import selectors as order_selectors
@@ -138,6 +139,9 @@ def _pay_with_balance_confirm(request, order, *, warning=""):
         {
             "title": _("Pay order %(reference)s from your balance?")
             % {"reference": order.reference},
+            "heading": with_reference(
+                _("Pay order %(reference)s from your balance?"), reference=order.reference
+            ),
             "figures": [
                 (_("Amount to pay"), money(order.total_usd)),
                 (_("Available balance now"), money(available)),

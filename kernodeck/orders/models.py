@@ -54,45 +54,67 @@ RELEASED_RENTAL_STATES = {RentalState.ENDED}
 class Order(models.Model):
     """A customer's order: an immutable quote snapshot plus payment and rental states."""
 
-    reference = models.CharField(max_length=16, unique=True)
+    reference = models.CharField(max_length=16, unique=True, verbose_name=_("reference"))
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="orders"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="orders",
+        verbose_name=_("customer"),
     )
-    offer = models.ForeignKey(Offer, on_delete=models.PROTECT, related_name="orders")
+    offer = models.ForeignKey(
+        Offer, on_delete=models.PROTECT, related_name="orders", verbose_name=_("offer")
+    )
 
     # The quote at registration: written once, never updated.
-    offer_slug = models.SlugField()
-    gpu_model = models.CharField(max_length=80)
-    backend = models.CharField(max_length=8, choices=Backend.choices)
-    memory_gib = models.PositiveIntegerField()
-    gpus_per_unit = models.PositiveSmallIntegerField()
-    days = models.PositiveSmallIntegerField()
-    units = models.PositiveSmallIntegerField()
-    gpus = models.PositiveSmallIntegerField()
-    preparation = models.CharField(max_length=16, choices=Preparation.choices)
-    unit_price_usd = models.DecimalField(max_digits=10, decimal_places=2)
-    total_usd = models.DecimalField(max_digits=12, decimal_places=2)
+    offer_slug = models.SlugField(verbose_name=_("offer slug"))
+    gpu_model = models.CharField(max_length=80, verbose_name=_("GPU model"))
+    backend = models.CharField(max_length=8, choices=Backend.choices, verbose_name=_("backend"))
+    memory_gib = models.PositiveIntegerField(verbose_name=_("memory (GiB)"))
+    gpus_per_unit = models.PositiveSmallIntegerField(verbose_name=_("GPUs per unit"))
+    days = models.PositiveSmallIntegerField(verbose_name=_("days"))
+    units = models.PositiveSmallIntegerField(verbose_name=_("units"))
+    gpus = models.PositiveSmallIntegerField(verbose_name=_("GPUs"))
+    preparation = models.CharField(
+        max_length=16, choices=Preparation.choices, verbose_name=_("preparation")
+    )
+    unit_price_usd = models.DecimalField(
+        max_digits=10, decimal_places=2, verbose_name=_("unit price (USD)")
+    )
+    total_usd = models.DecimalField(max_digits=12, decimal_places=2, verbose_name=_("total (USD)"))
 
     payment_state = models.CharField(
-        max_length=20, choices=PaymentState.choices, default=PaymentState.AWAITING_PAYMENT
+        max_length=20,
+        choices=PaymentState.choices,
+        default=PaymentState.AWAITING_PAYMENT,
+        verbose_name=_("payment"),
     )
     rental_state = models.CharField(
-        max_length=24, choices=RentalState.choices, default=RentalState.NOT_STARTED
+        max_length=24,
+        choices=RentalState.choices,
+        default=RentalState.NOT_STARTED,
+        verbose_name=_("rental"),
     )
-    created_at = models.DateTimeField()
-    hold_until = models.DateTimeField(help_text="Unsettled orders hold their units until then.")
-    settled_at = models.DateTimeField(null=True, blank=True)
-    cancelled_at = models.DateTimeField(null=True, blank=True)
-    starts_at = models.DateTimeField(null=True, blank=True)
-    ends_at = models.DateTimeField(null=True, blank=True)
-    rental_state_changed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("registered at"))
+    hold_until = models.DateTimeField(
+        help_text=_("Unsettled orders hold their units until then."), verbose_name=_("held until")
+    )
+    settled_at = models.DateTimeField(null=True, blank=True, verbose_name=_("settled at"))
+    cancelled_at = models.DateTimeField(null=True, blank=True, verbose_name=_("cancelled at"))
+    starts_at = models.DateTimeField(null=True, blank=True, verbose_name=_("starts at"))
+    ends_at = models.DateTimeField(null=True, blank=True, verbose_name=_("ends at"))
+    rental_state_changed_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("rental state changed at")
+    )
     rental_reason = models.CharField(
         max_length=300,
         blank=True,
-        help_text="Why the rental is where it is (waiting for slots, failure, suspension).",
+        help_text=_("Why the rental is where it is (waiting for slots, failure, suspension)."),
+        verbose_name=_("rental reason"),
     )
 
     class Meta:
+        verbose_name = _("order")
+        verbose_name_plural = _("orders")
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["owner", "-created_at"]),

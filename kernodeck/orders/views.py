@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.core.errors import NotFound, ServiceError
+from kernodeck.core.references import with_reference
 from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.notifications import selectors as notification_selectors
 from kernodeck.orders import selectors, services
@@ -115,6 +116,7 @@ def cancel(request, reference):
         "confirm.html",
         {
             "title": _("Cancel order %(reference)s?") % {"reference": order.reference},
+            "heading": with_reference(_("Cancel order %(reference)s?"), reference=order.reference),
             "body": _(
                 "Its units are released at once and it can no longer be paid. Do not send a "
                 "payment for it after cancelling. This cannot be undone."

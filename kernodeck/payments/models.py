@@ -13,17 +13,23 @@ from kernodeck.orders.models import Order
 class PaymentMethod(models.Model):
     """One asset + network pair. Rows come from `methods.METHODS`; operators toggle them."""
 
-    code = models.SlugField(primary_key=True)
-    asset = models.CharField(max_length=8)
-    network = models.CharField(max_length=40)
-    chain = models.CharField(max_length=16)
-    decimals = models.PositiveSmallIntegerField(help_text="Base-unit decimals of the asset.")
-    precision = models.PositiveSmallIntegerField(help_text="Decimals the amount is quoted to.")
-    confirmations = models.PositiveSmallIntegerField()
-    enabled = models.BooleanField(default=True)
-    sort_order = models.PositiveSmallIntegerField(default=0)
+    code = models.SlugField(primary_key=True, verbose_name=_("code"))
+    asset = models.CharField(max_length=8, verbose_name=_("asset"))
+    network = models.CharField(max_length=40, verbose_name=_("network"))
+    chain = models.CharField(max_length=16, verbose_name=_("chain"))
+    decimals = models.PositiveSmallIntegerField(
+        help_text=_("Base-unit decimals of the asset."), verbose_name=_("decimals")
+    )
+    precision = models.PositiveSmallIntegerField(
+        help_text=_("Decimals the amount is quoted to."), verbose_name=_("precision")
+    )
+    confirmations = models.PositiveSmallIntegerField(verbose_name=_("confirmations"))
+    enabled = models.BooleanField(default=True, verbose_name=_("enabled"))
+    sort_order = models.PositiveSmallIntegerField(default=0, verbose_name=_("sort order"))
 
     class Meta:
+        verbose_name = _("payment method")
+        verbose_name_plural = _("payment methods")
         ordering = ["sort_order", "code"]
         constraints = [
             models.CheckConstraint(
@@ -42,20 +48,25 @@ class PaymentMethod(models.Model):
 class Rate(models.Model):
     """An exchange rate: USD per coin, where it came from and when."""
 
-    asset = models.CharField(max_length=8, db_index=True)
-    usd_per_coin = models.DecimalField(max_digits=24, decimal_places=10)
-    source = models.CharField(max_length=20)
-    fetched_at = models.DateTimeField()
+    asset = models.CharField(max_length=8, db_index=True, verbose_name=_("asset"))
+    usd_per_coin = models.DecimalField(
+        max_digits=24, decimal_places=10, verbose_name=_("USD per coin")
+    )
+    source = models.CharField(max_length=20, verbose_name=_("source"))
+    fetched_at = models.DateTimeField(verbose_name=_("fetched at"))
     entered_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="The operator, for a manual rate.",
+        help_text=_("The operator, for a manual rate."),
+        verbose_name=_("entered by"),
     )
 
     class Meta:
+        verbose_name = _("exchange rate")
+        verbose_name_plural = _("exchange rates")
         permissions = [("set_rate", "Can enter a manual exchange rate")]
         ordering = ["-fetched_at", "-id"]
         indexes = [models.Index(fields=["asset", "-fetched_at"])]
@@ -138,12 +149,22 @@ class PaymentIntent(models.Model):
     """One set of payment instructions: method, address, exact amount, expiry."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    purpose = models.CharField(max_length=12, choices=Purpose.choices)
+    purpose = models.CharField(max_length=12, choices=Purpose.choices, verbose_name=_("purpose"))
     order = models.ForeignKey(
-        Order, null=True, blank=True, on_delete=models.PROTECT, related_name="intents"
+        Order,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="intents",
+        verbose_name=_("order"),
     )
     topup = models.ForeignKey(
-        "ledger.TopUp", null=True, blank=True, on_delete=models.PROTECT, related_name="intents"
+        "ledger.TopUp",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="intents",
+        verbose_name=_("top-up"),
     )
     extension = models.ForeignKey(
         "support.Extension",
@@ -151,55 +172,93 @@ class PaymentIntent(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="intents",
+        verbose_name=_("extension"),
     )
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="payment_intents"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="payment_intents",
+        verbose_name=_("customer"),
     )
-    method = models.ForeignKey(PaymentMethod, on_delete=models.PROTECT, related_name="intents")
-    chain = models.CharField(max_length=16)
-    testnet = models.BooleanField(default=False)
-    address = models.CharField(max_length=100)
-    wallet_fingerprint = models.CharField(max_length=16)
-    derivation_index = models.PositiveIntegerField(null=True, blank=True)
-    solana_reference = models.CharField(max_length=64, null=True, blank=True, unique=True)
-    demo_wallet = models.BooleanField(default=False)
+    method = models.ForeignKey(
+        PaymentMethod, on_delete=models.PROTECT, related_name="intents", verbose_name=_("method")
+    )
+    chain = models.CharField(max_length=16, verbose_name=_("chain"))
+    testnet = models.BooleanField(default=False, verbose_name=_("testnet"))
+    address = models.CharField(max_length=100, verbose_name=_("address"))
+    wallet_fingerprint = models.CharField(max_length=16, verbose_name=_("wallet fingerprint"))
+    derivation_index = models.PositiveIntegerField(
+        null=True, blank=True, verbose_name=_("derivation index")
+    )
+    solana_reference = models.CharField(
+        max_length=64, null=True, blank=True, unique=True, verbose_name=_("Solana reference")
+    )
+    demo_wallet = models.BooleanField(default=False, verbose_name=_("demo wallet"))
 
     # An integer of base units (wei can exceed 64 bits, hence a decimal with no places).
-    amount_base = models.DecimalField(max_digits=40, decimal_places=0)
-    amount_usd = models.DecimalField(max_digits=12, decimal_places=2)
-    rate_usd_per_coin = models.DecimalField(max_digits=24, decimal_places=10)
-    rate_source = models.CharField(max_length=20)
-    rate_fetched_at = models.DateTimeField()
-    uri = models.CharField(max_length=500)
+    amount_base = models.DecimalField(
+        max_digits=40, decimal_places=0, verbose_name=_("amount (base units)")
+    )
+    amount_usd = models.DecimalField(
+        max_digits=12, decimal_places=2, verbose_name=_("amount (USD)")
+    )
+    rate_usd_per_coin = models.DecimalField(
+        max_digits=24, decimal_places=10, verbose_name=_("rate (USD per coin)")
+    )
+    rate_source = models.CharField(max_length=20, verbose_name=_("rate source"))
+    rate_fetched_at = models.DateTimeField(verbose_name=_("rate fetched at"))
+    uri = models.CharField(max_length=500, verbose_name=_("URI"))
 
     status = models.CharField(
-        max_length=12, choices=IntentStatus.choices, default=IntentStatus.PENDING
+        max_length=12,
+        choices=IntentStatus.choices,
+        default=IntentStatus.PENDING,
+        verbose_name=_("status"),
     )
-    created_at = models.DateTimeField()
-    expires_at = models.DateTimeField()
-    monitor_until = models.DateTimeField(help_text="Watched for late payments until then.")
-    declared_at = models.DateTimeField(null=True, blank=True)
-    abandoned_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"))
+    expires_at = models.DateTimeField(verbose_name=_("expires at"))
+    monitor_until = models.DateTimeField(
+        help_text=_("Watched for late payments until then."), verbose_name=_("watched until")
+    )
+    declared_at = models.DateTimeField(null=True, blank=True, verbose_name=_("declared at"))
+    abandoned_at = models.DateTimeField(null=True, blank=True, verbose_name=_("abandoned at"))
     # Closed: the order was settled by other means or cancelled, so nothing must be sent.
     # Like `declared_at`, a flag beside the status; the address stays watched.
-    closed_at = models.DateTimeField(null=True, blank=True)
-    closed_reason = models.CharField(max_length=16, choices=ClosedReason.choices, blank=True)
-    rescan_requested_at = models.DateTimeField(null=True, blank=True)
-    # Reconciliation: what was received, and why an operator must look at it.
-    received_base = models.DecimalField(max_digits=40, decimal_places=0, default=0)
-    confirmed_base = models.DecimalField(max_digits=40, decimal_places=0, default=0)
-    review_reason = models.CharField(max_length=200, blank=True)
-    reconciled_at = models.DateTimeField(null=True, blank=True)
-    # An operator's decision on an exception ends automatic changes to the status.
-    resolution = models.CharField(max_length=20, choices=Resolution.choices, blank=True)
-    resolution_reason = models.TextField(blank=True)
-    resolved_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    closed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("closed at"))
+    closed_reason = models.CharField(
+        max_length=16, choices=ClosedReason.choices, blank=True, verbose_name=_("closed because")
     )
-    resolved_at = models.DateTimeField(null=True, blank=True)
+    rescan_requested_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("rescan requested at")
+    )
+    # Reconciliation: what was received, and why an operator must look at it.
+    received_base = models.DecimalField(
+        max_digits=40, decimal_places=0, default=0, verbose_name=_("received (base units)")
+    )
+    confirmed_base = models.DecimalField(
+        max_digits=40, decimal_places=0, default=0, verbose_name=_("confirmed (base units)")
+    )
+    review_reason = models.CharField(max_length=200, blank=True, verbose_name=_("review reason"))
+    reconciled_at = models.DateTimeField(null=True, blank=True, verbose_name=_("reconciled at"))
+    # An operator's decision on an exception ends automatic changes to the status.
+    resolution = models.CharField(
+        max_length=20, choices=Resolution.choices, blank=True, verbose_name=_("decision")
+    )
+    resolution_reason = models.TextField(blank=True, verbose_name=_("decision reason"))
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        verbose_name=_("decided by"),
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True, verbose_name=_("decided at"))
 
     class Meta:
         # Back-office permissions (see docs/architecture.md, "Back-office permissions").
+        verbose_name = _("payment")
+        verbose_name_plural = _("payments")
         permissions = [
             ("review_payment", "Can see and decide payment review cases"),
             ("record_transfer", "Can record a transfer seen outside the watchers"),
@@ -294,40 +353,59 @@ REVIEW_TRANSFER_CASES = Q(kind__in=sorted(REVIEW_KINDS), review_resolved_at__isn
 class Transfer(models.Model):
     """An on-chain credit seen at one of our addresses. Stored once, never forgotten."""
 
-    network = models.CharField(max_length=16)
-    txid = models.CharField(max_length=100)
-    index = models.PositiveIntegerField(help_text="Output index or log index.")
-    address = models.CharField(max_length=100, db_index=True)
-    asset = models.CharField(max_length=8)
-    token_contract = models.CharField(max_length=64, blank=True)
-    amount_base = models.DecimalField(max_digits=40, decimal_places=0)
-    confirmations = models.PositiveIntegerField(default=0)
-    block_height = models.PositiveBigIntegerField(null=True, blank=True)
-    block_time = models.DateTimeField(null=True, blank=True)
-    first_seen_at = models.DateTimeField()
-    last_seen_at = models.DateTimeField()
+    network = models.CharField(max_length=16, verbose_name=_("network"))
+    txid = models.CharField(max_length=100, verbose_name=_("transaction"))
+    index = models.PositiveIntegerField(
+        help_text=_("Output index or log index."), verbose_name=_("index")
+    )
+    address = models.CharField(max_length=100, db_index=True, verbose_name=_("address"))
+    asset = models.CharField(max_length=8, verbose_name=_("asset"))
+    token_contract = models.CharField(max_length=64, blank=True, verbose_name=_("token contract"))
+    amount_base = models.DecimalField(
+        max_digits=40, decimal_places=0, verbose_name=_("amount (base units)")
+    )
+    confirmations = models.PositiveIntegerField(default=0, verbose_name=_("confirmations"))
+    block_height = models.PositiveBigIntegerField(
+        null=True, blank=True, verbose_name=_("block height")
+    )
+    block_time = models.DateTimeField(null=True, blank=True, verbose_name=_("block time"))
+    first_seen_at = models.DateTimeField(verbose_name=_("first seen at"))
+    last_seen_at = models.DateTimeField(verbose_name=_("last seen at"))
     disappeared_at = models.DateTimeField(
-        null=True, blank=True, help_text="No longer reported (replaced or reorganised away)."
+        null=True,
+        blank=True,
+        help_text=_("No longer reported (replaced or reorganised away)."),
+        verbose_name=_("disappeared at"),
     )
-    failed = models.BooleanField(default=False)
-    final = models.BooleanField(default=False)
-    reference = models.CharField(max_length=64, blank=True)
+    failed = models.BooleanField(default=False, verbose_name=_("failed"))
+    final = models.BooleanField(default=False, verbose_name=_("final"))
+    reference = models.CharField(max_length=64, blank=True, verbose_name=_("reference"))
     intent = models.ForeignKey(
-        PaymentIntent, null=True, blank=True, on_delete=models.PROTECT, related_name="transfers"
+        PaymentIntent,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="transfers",
+        verbose_name=_("payment"),
     )
-    kind = models.CharField(max_length=12, choices=TransferKind.choices)
+    kind = models.CharField(max_length=12, choices=TransferKind.choices, verbose_name=_("kind"))
     recorded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="The operator who recorded it by hand; empty when a watcher saw it.",
+        help_text=_("The operator who recorded it by hand; empty when a watcher saw it."),
+        verbose_name=_("recorded by"),
     )
-    review_resolved_at = models.DateTimeField(null=True, blank=True)
-    review_note = models.TextField(blank=True)
+    review_resolved_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("review decided at")
+    )
+    review_note = models.TextField(blank=True, verbose_name=_("review note"))
 
     class Meta:
+        verbose_name = _("transfer")
+        verbose_name_plural = _("transfers")
         ordering = ["first_seen_at", "id"]
         indexes = [
             # The review queue's second list: a handful of open cases among all transfers.
@@ -366,13 +444,19 @@ class Transfer(models.Model):
 class ChainState(models.Model):
     """Health and scan cursor of one network's watcher."""
 
-    network = models.CharField(max_length=16, primary_key=True)
-    tip = models.PositiveBigIntegerField(default=0)
-    tip_changed_at = models.DateTimeField(null=True, blank=True)
-    cursor = models.PositiveBigIntegerField(null=True, blank=True)
-    last_success_at = models.DateTimeField(null=True, blank=True)
-    last_error_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
+    network = models.CharField(max_length=16, primary_key=True, verbose_name=_("network"))
+    tip = models.PositiveBigIntegerField(default=0, verbose_name=_("tip"))
+    tip_changed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("tip changed at"))
+    cursor = models.PositiveBigIntegerField(null=True, blank=True, verbose_name=_("cursor"))
+    last_success_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("last success at")
+    )
+    last_error_at = models.DateTimeField(null=True, blank=True, verbose_name=_("last error at"))
+    last_error = models.TextField(blank=True, verbose_name=_("last error"))
+
+    class Meta:
+        verbose_name = _("chain state")
+        verbose_name_plural = _("chain states")
 
     def __str__(self):
         return f"{self.network} at {self.tip}"

@@ -169,6 +169,13 @@ def review_accept_and_settle(*, intent_id, actor, reason: str) -> PaymentIntent:
     return intent
 
 
+REVIEW_CREDIT_KINDS = {
+    IntentStatus.OVERPAID: EntryKind.OVERPAYMENT_CREDIT,
+    IntentStatus.UNDERPAID: EntryKind.UNDERPAYMENT_CREDIT,
+    IntentStatus.LATE: EntryKind.LATE_PAYMENT_CREDIT,
+}
+
+
 @retry_lost_races
 def review_credit_balance(*, intent_id, actor, reason: str) -> PaymentIntent:
     """Credit the received value (quoted rate) to the customer's balance, order unsettled."""
@@ -178,12 +185,8 @@ def review_credit_balance(*, intent_id, actor, reason: str) -> PaymentIntent:
         value = received_usd(intent)
         if value <= 0:
             raise Conflict(_("Nothing was received, so there is nothing to credit."))
-        # The statement names the real cause: an overpaid case is an overpayment, not late.
-        kind = (
-            EntryKind.OVERPAYMENT_CREDIT
-            if intent.status == IntentStatus.OVERPAID
-            else EntryKind.LATE_PAYMENT_CREDIT
-        )
+        # The statement names the real cause of the credit, one label per kind of case.
+        kind = REVIEW_CREDIT_KINDS.get(intent.status, EntryKind.REVIEW_CREDIT)
         ledger_services.balance_credit_payment(
             intent=intent,
             amount_usd=value,

@@ -33,36 +33,74 @@ class Node(models.Model):
     Only `available` nodes take new rentals; `draining` ones finish what they run.
     """
 
-    name = models.SlugField(max_length=64, unique=True)
-    offer = models.ForeignKey(Offer, on_delete=models.PROTECT, related_name="nodes")
-    gpu_count = models.PositiveSmallIntegerField()
-    host = models.CharField(max_length=253, help_text="SSH host customers connect to.")
-    port = models.PositiveIntegerField(default=22)
-    admin_user = models.CharField(
-        max_length=32, blank=True, help_text="The account an automated driver logs in as."
+    name = models.SlugField(max_length=64, unique=True, verbose_name=_("name"))
+    offer = models.ForeignKey(
+        Offer, on_delete=models.PROTECT, related_name="nodes", verbose_name=_("offer")
     )
-    driver = models.CharField(max_length=16, choices=DriverCode.choices, default="manual")
-    state = models.CharField(max_length=16, choices=NodeState.choices, default="available")
-    state_reason = models.CharField(max_length=300, blank=True)
-    notes = models.TextField(blank=True)
-    health = models.JSONField(default=dict, blank=True, help_text="The last inspect() report.")
-    health_checked_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField()
+    gpu_count = models.PositiveSmallIntegerField(verbose_name=_("GPU count"))
+    host = models.CharField(
+        max_length=253, help_text=_("SSH host customers connect to."), verbose_name=_("host")
+    )
+    port = models.PositiveIntegerField(default=22, verbose_name=_("port"))
+    admin_user = models.CharField(
+        max_length=32,
+        blank=True,
+        help_text=_("The account an automated driver logs in as."),
+        verbose_name=_("admin user"),
+    )
+    driver = models.CharField(
+        max_length=16, choices=DriverCode.choices, default="manual", verbose_name=_("driver")
+    )
+    state = models.CharField(
+        max_length=16, choices=NodeState.choices, default="available", verbose_name=_("state")
+    )
+    state_reason = models.CharField(max_length=300, blank=True, verbose_name=_("state reason"))
+    notes = models.TextField(blank=True, verbose_name=_("notes"))
+    health = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=_("The last inspect() report."),
+        verbose_name=_("health"),
+    )
+    health_checked_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("health checked at")
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"))
     # The ssh driver: the host key an operator accepted (pinned), the one the node offers
     # when it differs or none is pinned yet, and how the agent runs on the node.
-    host_key = models.CharField(max_length=1000, blank=True, help_text="Pinned SSH host key.")
-    host_key_offered = models.CharField(max_length=1000, blank=True)
-    agent_dir = models.CharField(max_length=200, default="/var/lib/kernodeck")
+    host_key = models.CharField(
+        max_length=1000,
+        blank=True,
+        help_text=_("Pinned SSH host key."),
+        verbose_name=_("host key"),
+    )
+    host_key_offered = models.CharField(
+        max_length=1000, blank=True, verbose_name=_("host key offered")
+    )
+    agent_dir = models.CharField(
+        max_length=200, default="/var/lib/kernodeck", verbose_name=_("agent folder")
+    )
     retention_hours = models.PositiveSmallIntegerField(
-        default=0, help_text="Hours a finished rental's workspace is kept before it is wiped."
+        default=0,
+        help_text=_("Hours a finished rental's workspace is kept before it is wiped."),
+        verbose_name=_("retention (hours)"),
     )
     recipes = models.JSONField(
-        default=dict, blank=True, help_text="Preparation code -> shell run as the rental account."
+        default=dict,
+        blank=True,
+        help_text=_("Preparation code -> shell run as the rental account."),
+        verbose_name=_("recipes"),
     )
-    torch_index_url = models.CharField(max_length=300, blank=True)
-    inference_model = models.CharField(max_length=200, blank=True)
+    torch_index_url = models.CharField(
+        max_length=300, blank=True, verbose_name=_("PyTorch wheel source")
+    )
+    inference_model = models.CharField(
+        max_length=200, blank=True, verbose_name=_("inference model")
+    )
 
     class Meta:
+        verbose_name = _("node")
+        verbose_name_plural = _("nodes")
         ordering = ["offer__sort_order", "name"]
         permissions = [
             ("operate_rentals", "Can operate rentals and the fleet (provisioning desk)"),
@@ -97,11 +135,17 @@ class Node(models.Model):
 class GpuSlot(models.Model):
     """One GPU of a node, by its index on the node (what CUDA_VISIBLE_DEVICES names)."""
 
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="slots")
-    index = models.PositiveSmallIntegerField()
-    uuid = models.CharField(max_length=64, blank=True, help_text="GPU UUID, if known.")
+    node = models.ForeignKey(
+        Node, on_delete=models.CASCADE, related_name="slots", verbose_name=_("node")
+    )
+    index = models.PositiveSmallIntegerField(verbose_name=_("index"))
+    uuid = models.CharField(
+        max_length=64, blank=True, help_text=_("GPU UUID, if known."), verbose_name=_("UUID")
+    )
 
     class Meta:
+        verbose_name = _("GPU slot")
+        verbose_name_plural = _("GPU slots")
         ordering = ["node", "index"]
         constraints = [
             models.UniqueConstraint(fields=["node", "index"], name="provisioning_slot_node_index"),
@@ -118,13 +162,21 @@ class Allocation(models.Model):
     whatever the code above it does.
     """
 
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="allocations")
-    slot = models.ForeignKey(GpuSlot, on_delete=models.PROTECT, related_name="allocations")
-    unit = models.PositiveSmallIntegerField(help_text="Which unit of the order (0-based).")
-    allocated_at = models.DateTimeField()
-    released_at = models.DateTimeField(null=True, blank=True)
+    order = models.ForeignKey(
+        Order, on_delete=models.PROTECT, related_name="allocations", verbose_name=_("order")
+    )
+    slot = models.ForeignKey(
+        GpuSlot, on_delete=models.PROTECT, related_name="allocations", verbose_name=_("GPU slot")
+    )
+    unit = models.PositiveSmallIntegerField(
+        help_text=_("Which unit of the order (0-based)."), verbose_name=_("unit")
+    )
+    allocated_at = models.DateTimeField(verbose_name=_("allocated at"))
+    released_at = models.DateTimeField(null=True, blank=True, verbose_name=_("released at"))
 
     class Meta:
+        verbose_name = _("allocation")
+        verbose_name_plural = _("allocations")
         ordering = ["order", "unit", "slot__node__name", "slot__index"]
         constraints = [
             models.UniqueConstraint(
@@ -147,26 +199,35 @@ class Delivery(models.Model):
     `revoked_at` set — the one change a delivery ever sees.
     """
 
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="deliveries")
-    host = models.CharField(max_length=253)
-    port = models.PositiveIntegerField()
-    user = models.CharField(max_length=32)
-    url = models.CharField(max_length=300, blank=True, help_text="Notebook or inference URL.")
-    secret_ciphertext = models.TextField(blank=True)
+    order = models.ForeignKey(
+        Order, on_delete=models.PROTECT, related_name="deliveries", verbose_name=_("order")
+    )
+    host = models.CharField(max_length=253, verbose_name=_("host"))
+    port = models.PositiveIntegerField(verbose_name=_("port"))
+    user = models.CharField(max_length=32, verbose_name=_("user"))
+    url = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text=_("Notebook or inference URL."),
+        verbose_name=_("URL"),
+    )
+    secret_ciphertext = models.TextField(blank=True, verbose_name=_("secret (encrypted)"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="The operator; empty when a driver delivered it.",
+        help_text=_("The operator; empty when a driver delivered it."),
+        verbose_name=_("delivered by"),
     )
-    created_at = models.DateTimeField()
-    revoked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("delivered at"))
+    revoked_at = models.DateTimeField(null=True, blank=True, verbose_name=_("secrets erased at"))
 
     class Meta:
+        verbose_name = _("delivery")
+        verbose_name_plural = _("deliveries")
         ordering = ["-created_at", "-id"]
-        verbose_name_plural = "deliveries"
         permissions = [("view_access", "Can view customers' access details (audited)")]
         constraints = [
             models.CheckConstraint(

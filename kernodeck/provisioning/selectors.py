@@ -153,7 +153,15 @@ def nodes_with_slots():
         Node.objects.select_related("offer")
         .order_by("offer__sort_order", "offer__slug", "name")
         .annotate(
-            slots_busy=Count("slots", filter=Q(slots__allocations__released_at__isnull=True))
+            # A slot with no allocation at all joins as NULLs: it is free, not busy.
+            slots_busy=Count(
+                "slots",
+                filter=Q(
+                    slots__allocations__isnull=False,
+                    slots__allocations__released_at__isnull=True,
+                ),
+                distinct=True,
+            )
         )
         .prefetch_related(
             Prefetch(

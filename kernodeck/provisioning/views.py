@@ -9,6 +9,8 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from kernodeck.backoffice.permissions import permission_required
 from kernodeck.catalog import selectors as catalog_selectors
@@ -26,6 +28,7 @@ from kernodeck.provisioning.forms import (
     ReasonForm,
     RetryForm,
 )
+from kernodeck.provisioning.models import NodeState
 
 OPERATE = "provisioning.operate_rentals"
 VIEW_ACCESS = "provisioning.view_access"
@@ -107,49 +110,49 @@ ACTIONS = {
     "prepare": (
         ConfirmForm,
         lambda order, data, actor: services.rental_prepare(order=order, actor=actor),
-        "Start preparing",
+        _("Start preparing"),
     ),
     "fail": (
         ReasonForm,
         lambda order, data, actor: services.rental_fail(
             order=order, reason=data["reason"], actor=actor
         ),
-        "Mark preparation failed",
+        _("Mark preparation failed"),
     ),
     "retry": (
         RetryForm,
         lambda order, data, actor: services.rental_retry(
             order=order, actor=actor, new_slots=data["new_slots"]
         ),
-        "Retry",
+        _("Retry"),
     ),
     "refund": (
         ReasonForm,
         lambda order, data, actor: services.rental_refund(
             order=order, reason=data["reason"], actor=actor
         ),
-        "Refund to the balance (ends the rental)",
+        _("Refund to the balance (ends the rental)"),
     ),
     "suspend": (
         ReasonForm,
         lambda order, data, actor: services.rental_suspend(
             order=order, reason=data["reason"], actor=actor
         ),
-        "Suspend access (the clock keeps running)",
+        _("Suspend access (the clock keeps running)"),
     ),
     "resume": (
         ReasonForm,
         lambda order, data, actor: services.rental_resume(
             order=order, reason=data["reason"], actor=actor
         ),
-        "Resume access",
+        _("Resume access"),
     ),
     "end": (
         ReasonForm,
         lambda order, data, actor: services.rental_end(
             order=order, reason=data["reason"], actor=actor
         ),
-        "End now (frees the slots, erases the secrets)",
+        _("End now (frees the slots, erases the secrets)"),
     ),
 }
 
@@ -169,7 +172,11 @@ def rental_action(request, reference, action):
             except ServiceError as error:
                 add_service_error(form, error)
             else:
-                messages.success(request, f"{title}: done for {order.reference}.")
+                messages.success(
+                    request,
+                    _("%(title)s: done for %(reference)s.")
+                    % {"title": title, "reference": order.reference},
+                )
                 return redirect("desk:rental", reference=order.reference)
         status = 422
     return render(
@@ -195,7 +202,10 @@ def rental_deliver(request, reference):
             except ServiceError as error:
                 add_service_error(form, error)
             else:
-                messages.success(request, f"Access delivered for {order.reference}.")
+                messages.success(
+                    request,
+                    _("Access delivered for %(reference)s.") % {"reference": order.reference},
+                )
                 return redirect("desk:rental", reference=order.reference)
         status = 422
     return render(
@@ -241,7 +251,15 @@ def fleet(request):
             except ServiceError as error:
                 add_service_error(form, error)
             else:
-                messages.success(request, f"Node {node.name} added with {node.gpu_count} slots.")
+                messages.success(
+                    request,
+                    ngettext(
+                        "Node %(name)s added with %(n)d slot.",
+                        "Node %(name)s added with %(n)d slots.",
+                        node.gpu_count,
+                    )
+                    % {"name": node.name, "n": node.gpu_count},
+                )
                 return redirect("desk:fleet")
         status = 422
     return render(
@@ -274,7 +292,11 @@ def node_state(request, name):
             except ServiceError as error:
                 add_service_error(form, error)
             else:
-                messages.success(request, f"Node {node.name} is now {form.cleaned_data['state']}.")
+                messages.success(
+                    request,
+                    _("Node %(name)s is now %(state)s.")
+                    % {"name": node.name, "state": NodeState(form.cleaned_data["state"]).label},
+                )
                 return redirect("desk:fleet")
         status = 422
     return render(

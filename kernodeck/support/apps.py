@@ -1,6 +1,7 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class SupportConfig(AppConfig):
     name = "kernodeck.support"
-    verbose_name = "Support"
+    verbose_name = _("Support")

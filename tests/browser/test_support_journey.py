@@ -129,7 +129,7 @@ def test_extension_requested_offered_paid_and_shown_in_the_tracking(live_server,
     sign_in(agent, live_server.url, "agent2@example.org")
     agent.goto(f"{live_server.url}/backoffice/support/?kind=extension")
     agent.get_by_role("link", name="Seven more days").click()
-    agent.get_by_text("Price sheet for 7 days: $210.00").wait_for()
+    agent.get_by_text("Price sheet for 7 days: 210.00 USD").wait_for()
     agent.locator("form:has(input[value=offer]) input[name=days]").fill("7")
     agent.locator("form:has(input[value=offer]) input[name=valid_until]").fill(
         ends.strftime("%Y-%m-%dT%H:%M")

@@ -75,6 +75,11 @@ def test_pay_with_balance_button_settles_the_order(client):
     assert "<dt>Balance left afterwards</dt><dd>26.67 USD</dd>" in text
     assert "Back to the order, pay nothing" in text
     assert "declared_seen" not in text
+    # The reference in the heading never breaks at its hyphens (a nowrap element).
+    assert (
+        f'<h1>Pay order <code class="ref">{order.reference}</code> from your balance?</h1>' in text
+    )
+    assert f"<title>Pay order {order.reference} from your balance?" in text
     order.refresh_from_db()
     assert order.payment_state == "awaiting_payment"
     assert ledger_selectors.balance_available(account=account) == Decimal("100.00")

@@ -5,12 +5,14 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
 
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.models import AuditEvent
 from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.ledger import services as ledger_services
+from kernodeck.ledger.models import EntryKind
 from kernodeck.orders.models import PaymentState
 from kernodeck.payments import review, services, watching
 from kernodeck.payments.chains.base import ObservedTransfer
@@ -254,3 +256,42 @@ def test_late_top_up_credited_to_the_balance_stays_a_late_payment(configured, fr
         clock.freeze(None)
 
     assert ledger_selectors.statement(account=account).get().kind == "late_payment_credit"
+
+
+def test_underpaid_order_credited_to_the_balance_is_labelled_an_underpayment(
+    configured, fresh_rates
+):
+    intent = usdt_order_intent()
+    pay_topup(intent, amount_base=100_000_000)  # 100 USDT of 209.96
+    clock.freeze(intent.expires_at + timedelta(minutes=1))
+    try:
+        intent = watching.payment_intent_reconcile(intent_id=intent.pk)
+        assert intent.status == IntentStatus.UNDERPAID
+        review.review_credit_balance(
+            intent_id=intent.pk, actor=make_user(staff=True), reason="short; credit it"
+        )
+    finally:
+        clock.freeze(None)
+
+    entry = ledger_selectors.statement(account=intent.owner).get()
+    assert (entry.kind, entry.amount_usd) == ("underpayment_credit", Decimal("100.02"))
+    with translation.override("en"):
+        assert entry.get_kind_display() == "Underpayment credited"
+    with translation.override("es"):
+        assert entry.get_kind_display() == "Pago insuficiente abonado"
+
+
+def test_every_review_credit_cause_has_its_own_label_in_both_languages():
+    kinds = [
+        EntryKind.OVERPAYMENT_CREDIT,
+        EntryKind.LATE_PAYMENT_CREDIT,
+        EntryKind.UNDERPAYMENT_CREDIT,
+        EntryKind.REVIEW_CREDIT,
+    ]
+    assert set(review.REVIEW_CREDIT_KINDS.values()) | {EntryKind.REVIEW_CREDIT} == set(kinds)
+    for language in ("en", "es"):
+        with translation.override(language):
+            labels = [str(kind.label) for kind in kinds]
+        assert len(set(labels)) == len(kinds)
+    with translation.override("es"):
+        assert str(EntryKind.REVIEW_CREDIT.label) == "Pago abonado tras revisión"

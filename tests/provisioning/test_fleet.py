@@ -8,9 +8,9 @@ from kernodeck.core.models import AuditEvent
 from kernodeck.demo.catalog import demo_offers
 from kernodeck.demo.services import demo_seed_catalog
 from kernodeck.orders import capacity
-from kernodeck.provisioning import services
+from kernodeck.provisioning import selectors, services
 from kernodeck.provisioning.models import GpuSlot, Node
-from tests.factories import make_offer, make_operator, make_order
+from tests.factories import make_offer, make_operator, make_order, make_settled_order
 
 pytestmark = pytest.mark.django_db
 
@@ -77,3 +77,18 @@ def test_draining_a_node_removes_its_free_slots_from_the_catalog_but_keeps_renta
         services.node_state_set(node=node, state="available", reason=" ", actor=operator)
     node.refresh_from_db()
     assert (node.state, node.state_reason) == ("draining", "swap PSU")
+
+
+def test_the_fleet_counts_only_slots_held_by_a_live_allocation_as_busy():
+    offer = make_offer(units_total=0)
+    services.node_create(name="count-a", offer=offer, gpu_count=4, host="10.0.0.9")
+
+    def busy():
+        return next(n.slots_busy for n in selectors.nodes_with_slots() if n.name == "count-a")
+
+    assert busy() == 0  # free slots have no allocation: not busy
+    order = make_settled_order(offer=offer, units=2)
+    services.rental_allocate(order=order)
+    assert busy() == 2
+    services.rental_refund(order=order, reason="test", actor=make_operator())
+    assert busy() == 0

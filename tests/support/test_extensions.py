@@ -264,7 +264,7 @@ def test_web_flow_staff_offer_then_customer_pays(client):
     case = reverse("support_staff:ticket", args=[ticket.pk])
     page = client.get(case)
     assert page.status_code == 200
-    assert "Price sheet for 7 days: $210.00" in page.content.decode()
+    assert "Price sheet for 7 days: 210.00 USD" in page.content.decode()
     response = client.post(
         case,
         {
@@ -303,7 +303,7 @@ def test_web_crypto_payment_of_an_offer_opens_its_instructions(client, demo_mode
     assert response.status_code == 302
     assert response["Location"] == reverse("payments:detail", args=[intent.pk])
     page = client.get(response["Location"]).content.decode()
-    assert f"Extension of order {order.reference}" in page
+    assert f'Extension of order <span class="ref">{order.reference}</span>' in page
     assert Order.objects.get(pk=order.pk).ends_at == order.ends_at
 
 
