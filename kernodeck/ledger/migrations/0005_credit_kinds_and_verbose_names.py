@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('ledger', '0004_extension_charge'),
-        ('orders', '0003_verbose_names'),
+        ('orders', '0004_verbose_names'),
         ('payments', '0006_extension_purpose'),
         ('support', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('catalog', '0003_verbose_names'),
-        ('orders', '0003_verbose_names'),
+        ('orders', '0004_verbose_names'),
         ('provisioning', '0003_node_ssh'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

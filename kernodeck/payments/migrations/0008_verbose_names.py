@@ -9,8 +9,8 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('ledger', '0005_credit_kinds_and_verbose_names'),
-        ('orders', '0003_verbose_names'),
-        ('payments', '0006_extension_purpose'),
+        ('orders', '0004_verbose_names'),
+        ('payments', '0007_review_queue_indexes'),
         ('support', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

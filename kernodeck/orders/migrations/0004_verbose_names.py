@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('catalog', '0003_verbose_names'),
-        ('orders', '0002_rental_reason'),
+        ('orders', '0003_capacity_indexes'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
