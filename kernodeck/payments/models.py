@@ -344,6 +344,11 @@ class ChainState(models.Model):
     tip = models.PositiveBigIntegerField(default=0)
     tip_changed_at = models.DateTimeField(null=True, blank=True)
     cursor = models.PositiveBigIntegerField(null=True, blank=True)
+    # Block scanning (Esplora): the last blocks scanned, newest last, as [height, hash]
+    # pairs; a reorg shows as a hash that no longer matches, and the scan walks back.
+    scanned_blocks = models.JSONField(default=list, blank=True)
+    # When the intents kept only for late payments were last polled address by address.
+    late_polled_at = models.DateTimeField(null=True, blank=True)
     last_success_at = models.DateTimeField(null=True, blank=True)
     last_error_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)

@@ -1,15 +1,24 @@
 """The chain watchers' writes: store what adapters saw, reconcile intents, keep health.
 
-A pass is: (1) ask the adapter (network I/O, no transaction open), (2) store every
-transfer once (unique on network, txid, index) and classify it, (3) recompute the state
-of every intent concerned from all its transfers and apply it under the intent's row
-lock. Each step is idempotent, so a pass killed half-way and run again credits once.
+A pass is: (1) load what it needs in a few queries (the watched intents with their
+methods, the stored transfers the scan reports, the counted transfers of every watched
+intent), (2) ask the adapter (network I/O, no transaction open), (3) store every new or
+changed transfer once (unique on network, txid, index) and classify it; transfers whose
+only change is their confirmations are updated in bulk, (4) recompute every watched
+intent's state in memory from all its transfers and the clock, and lock and write only
+the intents whose outcome differs from the stored one (the locked write computes it
+again from fresh rows). Each step is idempotent, so a pass killed half-way and run again
+credits once; a pass over idle intents costs the same few statements however many there
+are.
 """
 
 import logging
+from datetime import timedelta
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
@@ -43,10 +52,10 @@ COUNTED_KINDS = (TransferKind.MATCHED, TransferKind.LATE)
 # -- which intents a network must watch ---------------------------------------------
 
 
-def watched_intents(network: str):
+def watched_intents(network: str, *, now=None):
     """Intents whose address is still watched: open ones and those inside monitoring."""
     return PaymentIntent.objects.filter(
-        chain=network, monitor_until__gt=clock.now()
+        chain=network, monitor_until__gt=now or clock.now()
     ).select_related("method")
 
 
@@ -164,15 +173,124 @@ def transfer_record(observed: ObservedTransfer, *, intent, recorded_by=None) -> 
     return transfer
 
 
+def _unchanged_but_confirmations(
+    transfer: Transfer, observed: ObservedTransfer, intents: dict, match
+) -> bool:
+    """True when `observed` differs from the stored `transfer` at most in its
+    confirmations and finality, so a bulk update is all it needs (no kind to recompute,
+    no intent to attach, nothing reappearing). `match(observed)` is the intent it pays."""
+    if transfer.disappeared_at is not None:
+        return False
+    if (
+        transfer.address != observed.address
+        or transfer.asset != observed.asset
+        or transfer.token_contract != (observed.token_contract or "")
+        or int(transfer.amount_base) != observed.amount_base
+        or transfer.block_height != observed.block_height
+        or transfer.block_time != observed.block_time
+        or transfer.failed != observed.failed
+        or transfer.reference != (observed.reference or "")
+    ):
+        return False
+    intent = intents.get(transfer.intent_id) if transfer.intent_id else None
+    if transfer.intent_id and intent is None:
+        return False  # an intent this pass did not load: let the full path judge
+    if transfer.intent_id is None and match(observed) is not None:
+        return False  # an intent to attach
+    if intent is not None and _closed_loaded(intent):
+        return True  # a closed payment's transfers keep their kind
+    return transfer.kind == classify(observed, intent, seen_at=transfer.seen_at)
+
+
+def _closed_loaded(intent: PaymentIntent) -> bool:
+    """_closed on the copy this pass loaded (a stale copy only sends a transfer down the
+    full path, which reads the intent fresh)."""
+    return (
+        intent.status == IntentStatus.ALLOCATED
+        or bool(intent.resolution)
+        or intent.closed_at is not None
+    )
+
+
+STORE_CHUNK = 500  # keys per IN (...) list: below SQLite's variable limit
+
+
+def transfers_store(
+    network: str, observed: list[ObservedTransfer], intents: list[PaymentIntent]
+) -> dict:
+    """Store what a scan saw: new and changed transfers one by one through
+    transfer_record (lock, classify, audit), and those whose only change is their
+    confirmations (every block raises them all) in one UPDATE per confirmation count.
+    The stored rows are read in one query per STORE_CHUNK transfers."""
+    by_pk = {i.pk: i for i in intents}
+    by_address = {i.address: i for i in intents if network != "solana"}
+    solana_intents = [i for i in intents if network == "solana"]
+    stored = {}
+    txids = sorted({o.txid for o in observed})
+    for start in range(0, len(txids), STORE_CHUNK):
+        for transfer in Transfer.objects.filter(
+            network=network, txid__in=txids[start : start + STORE_CHUNK]
+        ).only(*_STORE_FIELDS):
+            stored[(transfer.txid, transfer.index)] = transfer
+    bulk: dict[tuple[int, bool], list[int]] = {}
+    recorded = 0
+
+    def match(item):
+        return _intent_for(item, by_address, solana_intents)
+
+    for item in observed:
+        transfer = stored.get((item.txid, item.index))
+        if transfer is not None and _unchanged_but_confirmations(transfer, item, by_pk, match):
+            bulk.setdefault((item.confirmations, item.final), []).append(transfer.pk)
+            continue
+        intent = match(item)
+        transfer_record(item, intent=intent)
+        recorded += 1
+    now = clock.now()
+    for (confirmations, final), pks in bulk.items():
+        for start in range(0, len(pks), STORE_CHUNK):
+            Transfer.objects.filter(pk__in=pks[start : start + STORE_CHUNK]).update(
+                confirmations=confirmations, final=final, last_seen_at=now
+            )
+    return {"recorded": recorded, "bulk": sum(len(pks) for pks in bulk.values())}
+
+
+_STORE_FIELDS = (
+    "pk",
+    "network",
+    "txid",
+    "index",
+    "address",
+    "asset",
+    "token_contract",
+    "amount_base",
+    "confirmations",
+    "block_height",
+    "block_time",
+    "first_seen_at",
+    "disappeared_at",
+    "failed",
+    "final",
+    "reference",
+    "intent_id",
+    "kind",
+)
+
+
 def transfers_mark_disappeared(*, network: str, addresses: set[str], seen_keys: set) -> int:
     """Unconfirmed transfers no longer reported at a scanned address were replaced or
     reorganised away: they stop counting (and count again if they come back)."""
     gone = 0
-    candidates = Transfer.objects.filter(
-        network=network, address__in=addresses, disappeared_at__isnull=True, final=False
-    ).exclude(recorded_by__isnull=False)
+    # Only transfers at watched addresses can be among them: those of watched intents, and
+    # those no intent claimed (read in one query however many addresses were scanned).
+    candidates = (
+        Transfer.objects.filter(network=network, disappeared_at__isnull=True, final=False)
+        .filter(Q(intent__isnull=True) | Q(intent__monitor_until__gt=clock.now()))
+        .exclude(recorded_by__isnull=False)
+        .only("pk", "txid", "index", "address", "disappeared_at")
+    )
     for transfer in candidates:
-        if (transfer.txid, transfer.index) in seen_keys:
+        if transfer.address not in addresses or (transfer.txid, transfer.index) in seen_keys:
             continue
         transfer.disappeared_at = clock.now()
         transfer.save(update_fields=["disappeared_at"])
@@ -194,17 +312,67 @@ def _due(intent: PaymentIntent) -> reconciliation.Due:
     )
 
 
+_SEEN_FIELDS = ("amount_base", "confirmations", "block_time", "first_seen_at", "final")
+
+
+def _counted(transfers):
+    return transfers.filter(kind__in=COUNTED_KINDS, disappeared_at__isnull=True)
+
+
+def _seen_of(amount_base, confirmations, block_time, first_seen_at, final) -> reconciliation.Seen:
+    # Transfer.seen_at: the block time or the first sighting, whichever is earlier.
+    seen_at = first_seen_at if block_time is None else min(block_time, first_seen_at)
+    return reconciliation.Seen(
+        amount_base=int(amount_base), confirmations=confirmations, seen_at=seen_at, final=final
+    )
+
+
 def _seen(intent: PaymentIntent) -> list[reconciliation.Seen]:
-    transfers = intent.transfers.filter(kind__in=COUNTED_KINDS, disappeared_at__isnull=True)
-    return [
-        reconciliation.Seen(
-            amount_base=int(t.amount_base),
-            confirmations=t.confirmations,
-            seen_at=t.seen_at,
-            final=t.final,
-        )
-        for t in transfers
-    ]
+    return [_seen_of(*row) for row in _counted(intent.transfers.all()).values_list(*_SEEN_FIELDS)]
+
+
+def _outcome(intent: PaymentIntent, seen, *, now) -> reconciliation.Outcome:
+    policy = reconciliation.Policy(confirmations=intent.method.confirmations)
+    return reconciliation.reconcile(_due(intent), seen, now=now, policy=policy)
+
+
+def _outcome_changes(intent: PaymentIntent, outcome: reconciliation.Outcome) -> bool:
+    """Whether applying `outcome` would change the stored intent. A confirmed outcome
+    always counts: its allocation may have failed before and is tried again."""
+    if intent.status == IntentStatus.ALLOCATED or intent.resolution:
+        return False
+    if outcome.settles:
+        return True
+    stored = (
+        intent.status,
+        int(intent.received_base),
+        int(intent.confirmed_base),
+        intent.review_reason,
+    )
+    return stored != (
+        outcome.status,
+        outcome.received_base,
+        outcome.confirmed_base,
+        outcome.reason,
+    )
+
+
+def intents_reconcile(network: str, intents: list[PaymentIntent], *, now) -> int:
+    """Recompute every watched intent's outcome in memory (its counted transfers read in
+    one query) and apply it, under the intent's lock, only where it changes something:
+    new transfers, more confirmations, or the clock (expiry). Returns how many were applied."""
+    seen: dict = {}
+    rows = _counted(
+        Transfer.objects.filter(intent__chain=network, intent__monitor_until__gt=now)
+    ).values_list("intent_id", *_SEEN_FIELDS)
+    for intent_id, *row in rows:
+        seen.setdefault(intent_id, []).append(_seen_of(*row))
+    applied = 0
+    for intent in intents:
+        if _outcome_changes(intent, _outcome(intent, seen.get(intent.pk, []), now=now)):
+            payment_intent_reconcile(intent_id=intent.pk)
+            applied += 1
+    return applied
 
 
 @retry_lost_races
@@ -214,10 +382,7 @@ def payment_intent_reconcile(*, intent_id) -> PaymentIntent:
         intent = locks.lock_intent(intent_id)
         if intent.status == IntentStatus.ALLOCATED or intent.resolution:
             return intent
-        policy = reconciliation.Policy(confirmations=intent.method.confirmations)
-        outcome = reconciliation.reconcile(
-            _due(intent), _seen(intent), now=clock.now(), policy=policy
-        )
+        outcome = _outcome(intent, _seen(intent), now=clock.now())
         before = {"status": intent.status, "received_base": str(intent.received_base)}
         intent.status = outcome.status
         intent.received_base = outcome.received_base
@@ -279,7 +444,9 @@ def _allocate(intent: PaymentIntent) -> None:
 # -- a whole pass -----------------------------------------------------------------------
 
 
-def _health_record(network: str, *, tip=None, cursor=None, error: str = "") -> None:
+def _health_record(
+    network: str, *, tip=None, cursor=None, late_polled_at=None, error: str = ""
+) -> None:
     with transaction.atomic():
         state, _created = ChainState.objects.select_for_update().get_or_create(network=network)
         now = clock.now()
@@ -292,7 +459,25 @@ def _health_record(network: str, *, tip=None, cursor=None, error: str = "") -> N
                 state.tip_changed_at = now
             state.cursor = cursor
             state.last_success_at = now
+            if late_polled_at is not None:
+                state.late_polled_at = late_polled_at
         state.save()
+
+
+def _late_poll_due(state: ChainState | None, now) -> bool:
+    """Whether this pass also polls the intents only in their late-payment window."""
+    every = timedelta(seconds=settings.KERNODECK_WATCH_LATE_INTERVAL)
+    return state is None or state.late_polled_at is None or now - state.late_polled_at >= every
+
+
+def _polled_every_pass(intent: PaymentIntent, now) -> bool:
+    """Open instructions, and any a customer just declared paid, are polled on every pass;
+    those only kept for late payments (expired, under review, allocated), less often."""
+    return (
+        intent.expires_at > now
+        or intent.status in (IntentStatus.PENDING, IntentStatus.DETECTED)
+        or intent.rescan_requested_at is not None
+    )
 
 
 def watch_network(network: str) -> dict:
@@ -300,25 +485,22 @@ def watch_network(network: str) -> dict:
     adapter = adapter_for(network)
     if adapter is None:
         return {"network": network, "skipped": "no API URL configured"}
-    intents = list(watched_intents(network))
+    now = clock.now()
+    state = ChainState.objects.filter(network=network).first()
+    intents = list(watched_intents(network, now=now))
+    late_due = _late_poll_due(state, now)
+    polled = [i for i in intents if late_due or _polled_every_pass(i, now)]
     # Even with nothing to watch, the scan reads the chain's tip: that is the health check.
-    targets = watch_targets(network, intents)
+    targets = watch_targets(network, polled)
     try:
         # Network I/O, no lock held; every value is checked before anything is stored.
-        result = scan_checked(adapter, targets, cursor=_cursor(network))
+        result = scan_checked(adapter, targets, cursor=state.cursor if state else None)
     except ChainError as exc:
         logger.warning("%s watcher failed: %s", network, exc)
         _health_record(network, error=str(exc))
         return {"network": network, "error": _short(str(exc))}
 
-    by_address = {i.address: i for i in intents if network != "solana"}
-    solana_intents = [i for i in intents if network == "solana"]
-    touched = set()
-    for observed in result.transfers:
-        intent = _intent_for(observed, by_address, solana_intents)
-        transfer = transfer_record(observed, intent=intent)
-        if transfer.intent_id:
-            touched.add(transfer.intent_id)
+    transfers_store(network, result.transfers, intents)
     if network != "ethereum":
         # Esplora, TronGrid and Solana report an address's whole recent history each time;
         # Ethereum scans block windows, so absence there proves nothing.
@@ -326,21 +508,21 @@ def watch_network(network: str) -> dict:
         transfers_mark_disappeared(
             network=network, addresses={t.address for t in targets}, seen_keys=seen_keys
         )
-        touched |= {i.pk for i in intents}
-    PaymentIntent.objects.filter(pk__in=[i.pk for i in intents]).update(rescan_requested_at=None)
-    for intent_id in touched | {
-        i.pk for i in intents if i.status in (IntentStatus.PENDING, IntentStatus.DETECTED)
-    }:
-        payment_intent_reconcile(intent_id=intent_id)
+    rescanned = [i.pk for i in polled if i.rescan_requested_at is not None]
+    if rescanned:
+        PaymentIntent.objects.filter(pk__in=rescanned).update(rescan_requested_at=None)
+    intents_reconcile(network, intents, now=now)
     # Healthy (and the cursor moved on) only once everything seen was applied: a pass that
     # fails half-way leaves the cursor where it was, and the next one repeats it harmlessly.
-    _health_record(network, tip=result.tip, cursor=result.cursor)
-    return {"network": network, "watched": len(intents), "transfers": len(result.transfers)}
-
-
-def _cursor(network: str):
-    state = ChainState.objects.filter(network=network).first()
-    return state.cursor if state else None
+    _health_record(
+        network, tip=result.tip, cursor=result.cursor, late_polled_at=now if late_due else None
+    )
+    return {
+        "network": network,
+        "watched": len(intents),
+        "polled": len(polled),
+        "transfers": len(result.transfers),
+    }
 
 
 def payment_intents_expire() -> int:

@@ -2,11 +2,12 @@
 
 `base_url` includes the API prefix, e.g. https://blockstream.info/api or
 https://litecoinspace.org/api. Per scan: GET /blocks/tip/height (a bare integer as text/plain),
-then per address GET /address/:address/txs, which answers up to 50 mempool transactions and the
-newest 25 confirmed ones, newest first; older confirmed ones come 25 at a time from
-/address/:address/txs/chain/:last_seen_txid. Every output paying the address is one transfer.
-A transaction replaced (RBF) or reorged out simply stops being reported, and confirmations go
-down after a reorg: the adapter reports what the API shows now, the watcher reconciles.
+then per address, `concurrency` requests at a time, GET /address/:address/txs, which answers
+up to 50 mempool transactions and the newest 25 confirmed ones, newest first; older confirmed
+ones come 25 at a time from /address/:address/txs/chain/:last_seen_txid. Every output paying
+the address is one transfer. A transaction replaced (RBF) or reorged out simply stops being
+reported, and confirmations go down after a reorg: the adapter reports what the API shows now,
+the watcher reconciles.
 """
 
 import logging
@@ -25,7 +26,13 @@ from kernodeck.payments.chains.base import (
     json_int,
     unix_time,
 )
-from kernodeck.payments.chains.http import DEFAULT_TIMEOUT, get_json, get_text, new_client
+from kernodeck.payments.chains.http import (
+    DEFAULT_TIMEOUT,
+    each_concurrently,
+    get_json,
+    get_text,
+    new_client,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +51,7 @@ class EsploraAdapter:
         base_url: str,
         timeout: float = DEFAULT_TIMEOUT,
         sleep: Callable[[float], None] = time.sleep,
+        concurrency: int = 1,
     ):
         if network not in ASSETS:
             raise ValueError(f"Esplora serves bitcoin or litecoin, not {network!r}")
@@ -52,16 +60,24 @@ class EsploraAdapter:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.sleep = sleep
+        self.concurrency = concurrency
 
     def scan(self, targets: Sequence[WatchTarget], *, cursor: int | None = None) -> ScanResult:
         """Every output paying one of `targets`, mempool included; `cursor` is not used."""
+        addresses = list(dict.fromkeys(target.address for target in targets))
         with new_client() as client:
             tip = self._tip(client)
-            transfers: dict[tuple[str, int], ObservedTransfer] = {}
-            for address in dict.fromkeys(target.address for target in targets):
-                for tx in self._history(client, address):
-                    for transfer in self._credits(tx, address, tip):
-                        transfers.setdefault((transfer.txid, transfer.index), transfer)
+            # One request (or a few pages) per address, `concurrency` at a time.
+            histories = each_concurrently(
+                lambda address: self._history(client, address),
+                addresses,
+                workers=self.concurrency,
+            )
+        transfers: dict[tuple[str, int], ObservedTransfer] = {}
+        for address, history in zip(addresses, histories, strict=True):
+            for tx in history:
+                for transfer in self._credits(tx, address, tip):
+                    transfers.setdefault((transfer.txid, transfer.index), transfer)
         return ScanResult(transfers=list(transfers.values()), tip=tip)
 
     def _get(self, client: httpx.Client, path: str) -> Any:

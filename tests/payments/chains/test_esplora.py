@@ -352,3 +352,44 @@ def test_a_refused_address_fails_at_once_with_the_servers_words(loopback, sleeps
     # A 400 says the request is wrong: asking again would get the same answer.
     assert [r.path for r in loopback.requests] == [TIP, txs_path("garbage")]
     assert sleeps == []
+
+
+def test_addresses_are_fetched_concurrently_up_to_the_limit(loopback, sleeps):
+    import threading
+    import time
+
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def slow_history(request):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.1)
+        with lock:
+            running[0] -= 1
+        address = request.path.split("/")[3]
+        return 200, {}, [tx(txid(int(address[-2:])), [(address, 1000)])]
+
+    addresses = [f"{OTHER[:-2]}{n:02d}" for n in range(12)]
+    loopback.route("GET", TIP, body="100", content_type="text/plain")
+    for address in addresses:
+        loopback.route("GET", txs_path(address), handler=slow_history)
+
+    began = time.monotonic()
+    result = adapter(loopback, sleeps, concurrency=4).scan([WatchTarget(a) for a in addresses])
+
+    assert most[0] == 4
+    assert time.monotonic() - began < 12 * 0.1
+    assert [t.address for t in result.transfers] == addresses  # in the targets' order
+
+
+def test_a_failing_address_fails_the_concurrent_scan(loopback, sleeps):
+    addresses = [f"{OTHER[:-2]}{n:02d}" for n in range(6)]
+    loopback.route("GET", TIP, body="100", content_type="text/plain")
+    for address in addresses:
+        loopback.route("GET", txs_path(address), json_body=[])
+    loopback.route("GET", txs_path(addresses[3]), status=400, body="Invalid Bitcoin address")
+
+    with pytest.raises(ChainError, match="Invalid Bitcoin address"):
+        adapter(loopback, sleeps, concurrency=3).scan([WatchTarget(a) for a in addresses])
