@@ -308,6 +308,9 @@ KERNODECK_WATCH_INTERVAL = int(os.environ.get("KERNODECK_WATCH_INTERVAL", 30))
 KERNODECK_WATCH_CONCURRENCY = int(os.environ.get("KERNODECK_WATCH_CONCURRENCY", 8))
 # Seconds between polls of the intents kept only for late payments (expired, under review).
 KERNODECK_WATCH_LATE_INTERVAL = int(os.environ.get("KERNODECK_WATCH_LATE_INTERVAL", 300))
+# Bitcoin and Litecoin: scan new blocks (and new mempool transactions) for our addresses
+# instead of polling every address on every pass (docs/architecture.md, "Block scanning").
+KERNODECK_WATCH_BLOCK_SCAN = env_bool("KERNODECK_WATCH_BLOCK_SCAN", True)
 if KERNODECK_WATCH_CONCURRENCY < 1 or KERNODECK_WATCH_LATE_INTERVAL < 0:
     raise ImproperlyConfigured(
         "KERNODECK_WATCH_CONCURRENCY must be at least 1; "

@@ -12,13 +12,15 @@ credits once; a pass over idle intents costs the same few statements however man
 are.
 """
 
+import hashlib
 import logging
 from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Q, Value
 from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
@@ -32,6 +34,7 @@ from kernodeck.payments.chains.base import (
     ChainError,
     ObservedTransfer,
     WatchTarget,
+    checked_scan,
     scan_checked,
 )
 from kernodeck.payments.models import (
@@ -445,7 +448,13 @@ def _allocate(intent: PaymentIntent) -> None:
 
 
 def _health_record(
-    network: str, *, tip=None, cursor=None, late_polled_at=None, error: str = ""
+    network: str,
+    *,
+    tip=None,
+    cursor=None,
+    late_polled_at=None,
+    scanned_blocks=None,
+    error: str = "",
 ) -> None:
     with transaction.atomic():
         state, _created = ChainState.objects.select_for_update().get_or_create(network=network)
@@ -461,6 +470,8 @@ def _health_record(
             state.last_success_at = now
             if late_polled_at is not None:
                 state.late_polled_at = late_polled_at
+            if scanned_blocks is not None:
+                state.scanned_blocks = scanned_blocks
         state.save()
 
 
@@ -488,6 +499,8 @@ def watch_network(network: str) -> dict:
     now = clock.now()
     state = ChainState.objects.filter(network=network).first()
     intents = list(watched_intents(network, now=now))
+    if block_scanning(network, adapter):
+        return _watch_blocks(network, adapter, state, intents, now=now)
     late_due = _late_poll_due(state, now)
     polled = [i for i in intents if late_due or _polled_every_pass(i, now)]
     # Even with nothing to watch, the scan reads the chain's tip: that is the health check.
@@ -523,6 +536,143 @@ def watch_network(network: str) -> dict:
         "polled": len(polled),
         "transfers": len(result.transfers),
     }
+
+
+# -- block scanning (Bitcoin, Litecoin) ----------------------------------------------------
+
+
+def block_scanning(network: str, adapter) -> bool:
+    """Whether this network's pass scans new blocks instead of polling each address."""
+    return settings.KERNODECK_WATCH_BLOCK_SCAN and hasattr(adapter, "scan_blocks")
+
+
+def _mempool_memory_key(network: str, adapter) -> str:
+    digest = hashlib.sha256(adapter.base_url.encode()).hexdigest()[:16]
+    return f"kernodeck:watcher:mempool:{network}:{digest}"
+
+
+def _watch_blocks(network: str, adapter, state, intents: list, *, now) -> dict:
+    """One block-scanning pass: the new blocks and the new mempool transactions against
+    every watched address; every address polled once instead when the scan cannot follow
+    (first scan, a deep reorg, a long outage, a flood of mempool transactions, an API
+    without the block endpoints). The mempool transactions already read are remembered in
+    the cache (losing them only costs reading them again)."""
+    targets = watch_targets(network, intents)
+    memory_key = _mempool_memory_key(network, adapter)
+    memory = cache.get(memory_key) or {}
+    newer = []
+    try:
+        scan = checked_scan(
+            adapter,
+            targets,
+            adapter.scan_blocks(
+                targets,
+                blocks=state.scanned_blocks if state else [],
+                examined=memory.get("examined", frozenset()),
+            ),
+        )
+    except ChainError as exc:
+        logger.warning("%s block scan failed, polling every address: %s", network, exc)
+        scan = None
+    try:
+        if scan is None or scan.fallback:
+            if scan is not None:
+                logger.info("%s: polling every address (%s)", network, scan.fallback)
+            polled = scan_checked(adapter, targets)
+        else:
+            # A mempool transaction read by an earlier pass before an intent existed was
+            # matched against the addresses of that pass only: poll the intents created
+            # since (cost follows new intents, not open ones).
+            since = memory.get("loaded_at")
+            newer = [i for i in intents if since is not None and i.created_at > since]
+            polled = scan_checked(adapter, watch_targets(network, newer)) if newer else None
+    except ChainError as exc:
+        logger.warning("%s watcher failed: %s", network, exc)
+        _health_record(network, error=str(exc))
+        return {"network": network, "error": _short(str(exc))}
+
+    observed = list(polled.transfers) if polled is not None else []
+    if scan is not None and not scan.fallback:
+        keys = {(t.txid, t.index) for t in observed}
+        observed += [t for t in scan.transfers if (t.txid, t.index) not in keys]
+    transfers_store(network, observed, intents)
+    seen_keys = {(t.txid, t.index) for t in observed}
+    if scan is None or scan.fallback:
+        transfers_mark_disappeared(
+            network=network, addresses={t.address for t in targets}, seen_keys=seen_keys
+        )
+    else:
+        _transfers_follow_chain(network, scan, seen_keys, intents)
+    tip = scan.tip if scan is not None else polled.tip
+    _confirmations_refresh(network, tip=tip, now=now)
+    rescanned = [i.pk for i in intents if i.rescan_requested_at is not None]
+    if rescanned:
+        PaymentIntent.objects.filter(pk__in=rescanned).update(rescan_requested_at=None)
+    intents_reconcile(network, intents, now=now)
+    _health_record(network, tip=tip, cursor=None, scanned_blocks=scan.blocks if scan else [])
+    if scan is not None:
+        cache.set(memory_key, {"examined": scan.examined, "loaded_at": now}, 3600)
+    return {
+        "network": network,
+        "watched": len(intents),
+        "polled": len(targets) if scan is None or scan.fallback else len(newer),
+        "transfers": len(observed),
+    }
+
+
+def _transfers_follow_chain(network: str, scan, seen_keys: set, intents) -> None:
+    """What a block scan learns without being told: an unconfirmed transfer that left the
+    mempool without entering a scanned block was replaced or dropped (disappeared); one in
+    a block a reorg took away is unconfirmed again if it is back in the mempool, gone if not."""
+    candidates = (
+        Transfer.objects.filter(network=network, disappeared_at__isnull=True, final=False)
+        .filter(Q(block_height__isnull=True) | Q(block_height__gte=scan.rescanned_from))
+        .filter(Q(intent__isnull=True) | Q(intent__monitor_until__gt=clock.now()))
+        .exclude(recorded_by__isnull=False)
+    )
+    by_pk = {i.pk: i for i in intents}
+    for transfer in candidates:
+        if (transfer.txid, transfer.index) in seen_keys:
+            continue
+        if transfer.block_height is not None and transfer.txid in scan.mempool:
+            transfer_record(
+                ObservedTransfer(
+                    network=network,
+                    txid=transfer.txid,
+                    index=transfer.index,
+                    address=transfer.address,
+                    asset=transfer.asset,
+                    amount_base=int(transfer.amount_base),
+                    confirmations=0,
+                    token_contract=transfer.token_contract or None,
+                    reference=transfer.reference or None,
+                ),
+                intent=by_pk.get(transfer.intent_id),
+            )
+            continue
+        if transfer.block_height is None and transfer.txid in scan.mempool:
+            continue  # still waiting in the mempool
+        transfer.disappeared_at = clock.now()
+        transfer.save(update_fields=["disappeared_at"])
+        audit_record(action="payment.transfer_disappeared", target=transfer)
+
+
+def _confirmations_refresh(network: str, *, tip: int, now) -> int:
+    """Confirmations of the stored transfers in blocks follow the tip (a block scan reports
+    a transfer once, when its block is new): one UPDATE."""
+    confirmations = Value(tip + 1) - F("block_height")
+    return (
+        Transfer.objects.filter(
+            network=network,
+            disappeared_at__isnull=True,
+            block_height__isnull=False,
+            block_height__lte=tip,
+        )
+        .filter(Q(intent__isnull=True) | Q(intent__monitor_until__gt=now))
+        .exclude(recorded_by__isnull=False)
+        .exclude(confirmations=confirmations)
+        .update(confirmations=confirmations)
+    )
 
 
 def payment_intents_expire() -> int:
