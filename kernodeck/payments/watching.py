@@ -62,6 +62,46 @@ def watched_intents(network: str, *, now=None):
     ).select_related("method")
 
 
+# What a pass needs of every watched intent to ask the chain and to match what it answers;
+# the whole intent is loaded only for those a transfer or the clock concerns.
+WATCHED_FIELDS = (
+    "pk",
+    "address",
+    "solana_reference",
+    "amount_base",
+    "expires_at",
+    "status",
+    "rescan_requested_at",
+    "created_at",
+)
+
+
+def watched_rows(network: str, *, now, addresses=None, created_after=None) -> list:
+    """The watched intents as light rows (named tuples of WATCHED_FIELDS): all of them in
+    one query, or those at `addresses` (one query per STORE_CHUNK) or created after
+    `created_after`."""
+    watched = PaymentIntent.objects.filter(chain=network, monitor_until__gt=now).order_by()
+    if created_after is not None:
+        watched = watched.filter(created_at__gt=created_after)
+    if addresses is None:
+        return list(watched.values_list(*WATCHED_FIELDS, named=True))
+    addresses = sorted(addresses)
+    rows = []
+    for start in range(0, len(addresses), STORE_CHUNK):
+        chunk = watched.filter(address__in=addresses[start : start + STORE_CHUNK])
+        rows.extend(chunk.values_list(*WATCHED_FIELDS, named=True))
+    return rows
+
+
+def watched_addresses(network: str, *, now) -> list[str]:
+    """Only the addresses of the watched intents (a block scan needs no more of them)."""
+    return list(
+        PaymentIntent.objects.filter(chain=network, monitor_until__gt=now)
+        .order_by()
+        .values_list("address", flat=True)
+    )
+
+
 def watch_targets(network: str, intents) -> list[WatchTarget]:
     if network == "solana":
         targets = [WatchTarget(i.address, reference=i.solana_reference) for i in intents]
@@ -82,7 +122,7 @@ def _intent_for(
     if observed.reference:
         return next((i for i in solana_intents if i.solana_reference == observed.reference), None)
     # No reference: the exact amount (made unique at creation) may still tell the intent.
-    candidates = [i for i in solana_intents if i.amount_units == observed.amount_base]
+    candidates = [i for i in solana_intents if int(i.amount_base) == observed.amount_base]
     return candidates[0] if len(candidates) == 1 else None
 
 
@@ -218,16 +258,15 @@ def _closed_loaded(intent: PaymentIntent) -> bool:
 STORE_CHUNK = 500  # keys per IN (...) list: below SQLite's variable limit
 
 
-def transfers_store(
-    network: str, observed: list[ObservedTransfer], intents: list[PaymentIntent]
-) -> dict:
+def transfers_store(network: str, observed: list[ObservedTransfer], watched: list) -> set:
     """Store what a scan saw: new and changed transfers one by one through
     transfer_record (lock, classify, audit), and those whose only change is their
     confirmations (every block raises them all) in one UPDATE per confirmation count.
-    The stored rows are read in one query per STORE_CHUNK transfers."""
-    by_pk = {i.pk: i for i in intents}
-    by_address = {i.address: i for i in intents if network != "solana"}
-    solana_intents = [i for i in intents if network == "solana"]
+    The stored rows, and the intents they concern, are read in one query per STORE_CHUNK.
+    `watched` are the watched intents (rows or intents). Returns the pks of the intents
+    the observed transfers belong to."""
+    by_address = {i.address: i for i in watched if network != "solana"}
+    solana_rows = [i for i in watched if network == "solana"]
     stored = {}
     txids = sorted({o.txid for o in observed})
     for start in range(0, len(txids), STORE_CHUNK):
@@ -235,27 +274,46 @@ def transfers_store(
             network=network, txid__in=txids[start : start + STORE_CHUNK]
         ).only(*_STORE_FIELDS):
             stored[(transfer.txid, transfer.index)] = transfer
-    bulk: dict[tuple[int, bool], list[int]] = {}
-    recorded = 0
+    matched = {}
+    for item in observed:
+        row = _intent_for(item, by_address, solana_rows)
+        matched[(item.txid, item.index)] = row.pk if row is not None else None
+    touched = {pk for pk in matched.values() if pk is not None}
+    touched |= {t.intent_id for t in stored.values() if t.intent_id is not None}
+    intents = intents_load(network, touched)
 
     def match(item):
-        return _intent_for(item, by_address, solana_intents)
+        return intents.get(matched[(item.txid, item.index)])
 
+    bulk: dict[tuple[int, bool], list[int]] = {}
     for item in observed:
         transfer = stored.get((item.txid, item.index))
-        if transfer is not None and _unchanged_but_confirmations(transfer, item, by_pk, match):
+        if transfer is not None and _unchanged_but_confirmations(transfer, item, intents, match):
             bulk.setdefault((item.confirmations, item.final), []).append(transfer.pk)
             continue
-        intent = match(item)
-        transfer_record(item, intent=intent)
-        recorded += 1
+        transfer_record(item, intent=match(item))
     now = clock.now()
     for (confirmations, final), pks in bulk.items():
         for start in range(0, len(pks), STORE_CHUNK):
             Transfer.objects.filter(pk__in=pks[start : start + STORE_CHUNK]).update(
                 confirmations=confirmations, final=final, last_seen_at=now
             )
-    return {"recorded": recorded, "bulk": sum(len(pks) for pks in bulk.values())}
+    return touched
+
+
+def intents_load(network: str, pks, *, extra: Q | None = None) -> dict:
+    """The watched intents among `pks` (and those matching `extra`), with their methods,
+    by pk: one query per STORE_CHUNK pks."""
+    base = PaymentIntent.objects.filter(chain=network).select_related("method")
+    found = {}
+    if extra is not None:
+        found = {intent.pk: intent for intent in base.filter(extra)}
+    rest = sorted(pk for pk in pks if pk not in found)
+    for start in range(0, len(rest), STORE_CHUNK):
+        found.update(
+            (intent.pk, intent) for intent in base.filter(pk__in=rest[start : start + STORE_CHUNK])
+        )
+    return found
 
 
 _STORE_FIELDS = (
@@ -280,17 +338,18 @@ _STORE_FIELDS = (
 )
 
 
-def transfers_mark_disappeared(*, network: str, addresses: set[str], seen_keys: set) -> int:
+def transfers_mark_disappeared(*, network: str, addresses: set[str], seen_keys: set) -> set:
     """Unconfirmed transfers no longer reported at a scanned address were replaced or
-    reorganised away: they stop counting (and count again if they come back)."""
-    gone = 0
+    reorganised away: they stop counting (and count again if they come back). Returns the
+    pks of the intents they belonged to."""
+    touched = set()
     # Only transfers at watched addresses can be among them: those of watched intents, and
     # those no intent claimed (read in one query however many addresses were scanned).
     candidates = (
         Transfer.objects.filter(network=network, disappeared_at__isnull=True, final=False)
         .filter(Q(intent__isnull=True) | Q(intent__monitor_until__gt=clock.now()))
         .exclude(recorded_by__isnull=False)
-        .only("pk", "txid", "index", "address", "disappeared_at")
+        .only("pk", "txid", "index", "address", "disappeared_at", "intent_id")
     )
     for transfer in candidates:
         if transfer.address not in addresses or (transfer.txid, transfer.index) in seen_keys:
@@ -298,8 +357,9 @@ def transfers_mark_disappeared(*, network: str, addresses: set[str], seen_keys: 
         transfer.disappeared_at = clock.now()
         transfer.save(update_fields=["disappeared_at"])
         audit_record(action="payment.transfer_disappeared", target=transfer)
-        gone += 1
-    return gone
+        if transfer.intent_id is not None:
+            touched.add(transfer.intent_id)
+    return touched
 
 
 # -- reconciliation -------------------------------------------------------------------
@@ -360,22 +420,38 @@ def _outcome_changes(intent: PaymentIntent, outcome: reconciliation.Outcome) -> 
     )
 
 
-def intents_reconcile(network: str, intents: list[PaymentIntent], *, now) -> int:
-    """Recompute every watched intent's outcome in memory (its counted transfers read in
-    one query) and apply it, under the intent's lock, only where it changes something:
-    new transfers, more confirmations, or the clock (expiry). Returns how many were applied."""
+def intents_reconcile(network: str, intents, *, now) -> int:
+    """Recompute the outcome of `intents` in memory (their counted transfers read in one
+    query per STORE_CHUNK) and apply it, under the intent's lock, only where it changes
+    something: new transfers, more confirmations, or the clock (expiry). Returns how many
+    were applied."""
+    intents = list(intents)
     seen: dict = {}
-    rows = _counted(
-        Transfer.objects.filter(intent__chain=network, intent__monitor_until__gt=now)
-    ).values_list("intent_id", *_SEEN_FIELDS)
-    for intent_id, *row in rows:
-        seen.setdefault(intent_id, []).append(_seen_of(*row))
+    pks = [intent.pk for intent in intents]
+    for start in range(0, len(pks), STORE_CHUNK):
+        rows = _counted(Transfer.objects.filter(intent_id__in=pks[start : start + STORE_CHUNK]))
+        for intent_id, *row in rows.values_list("intent_id", *_SEEN_FIELDS):
+            seen.setdefault(intent_id, []).append(_seen_of(*row))
     applied = 0
     for intent in intents:
         if _outcome_changes(intent, _outcome(intent, seen.get(intent.pk, []), now=now)):
             payment_intent_reconcile(intent_id=intent.pk)
             applied += 1
     return applied
+
+
+def _reconcile_due(network: str, touched: set, *, now) -> int:
+    """Reconcile the watched intents a transfer of this pass concerns, and those whose
+    outcome the clock may change (open ones past their expiry) or that wait for an
+    allocation to be tried again (confirmed): the others cannot have changed."""
+    clock_due = Q(monitor_until__gt=now) & (
+        Q(status__in=(IntentStatus.PENDING, IntentStatus.DETECTED), expires_at__lte=now)
+        | Q(status=IntentStatus.CONFIRMED)
+    )
+    intents = intents_load(network, touched, extra=clock_due)
+    return intents_reconcile(
+        network, [i for i in intents.values() if i.monitor_until > now], now=now
+    )
 
 
 @retry_lost_races
@@ -498,9 +574,9 @@ def watch_network(network: str) -> dict:
         return {"network": network, "skipped": "no API URL configured"}
     now = clock.now()
     state = ChainState.objects.filter(network=network).first()
-    intents = list(watched_intents(network, now=now))
     if block_scanning(network, adapter):
-        return _watch_blocks(network, adapter, state, intents, now=now)
+        return _watch_blocks(network, adapter, state, now=now)
+    intents = watched_rows(network, now=now)
     late_due = _late_poll_due(state, now)
     polled = [i for i in intents if late_due or _polled_every_pass(i, now)]
     # Even with nothing to watch, the scan reads the chain's tip: that is the health check.
@@ -513,18 +589,18 @@ def watch_network(network: str) -> dict:
         _health_record(network, error=str(exc))
         return {"network": network, "error": _short(str(exc))}
 
-    transfers_store(network, result.transfers, intents)
+    touched = transfers_store(network, result.transfers, intents)
     if network != "ethereum":
         # Esplora, TronGrid and Solana report an address's whole recent history each time;
         # Ethereum scans block windows, so absence there proves nothing.
         seen_keys = {(t.txid, t.index) for t in result.transfers}
-        transfers_mark_disappeared(
+        touched |= transfers_mark_disappeared(
             network=network, addresses={t.address for t in targets}, seen_keys=seen_keys
         )
     rescanned = [i.pk for i in polled if i.rescan_requested_at is not None]
     if rescanned:
         PaymentIntent.objects.filter(pk__in=rescanned).update(rescan_requested_at=None)
-    intents_reconcile(network, intents, now=now)
+    _reconcile_due(network, touched, now=now)
     # Healthy (and the cursor moved on) only once everything seen was applied: a pass that
     # fails half-way leaves the cursor where it was, and the next one repeats it harmlessly.
     _health_record(
@@ -551,13 +627,14 @@ def _mempool_memory_key(network: str, adapter) -> str:
     return f"kernodeck:watcher:mempool:{network}:{digest}"
 
 
-def _watch_blocks(network: str, adapter, state, intents: list, *, now) -> dict:
+def _watch_blocks(network: str, adapter, state, *, now) -> dict:
     """One block-scanning pass: the new blocks and the new mempool transactions against
     every watched address; every address polled once instead when the scan cannot follow
     (first scan, a deep reorg, a long outage, a flood of mempool transactions, an API
     without the block endpoints). The mempool transactions already read are remembered in
-    the cache (losing them only costs reading them again)."""
-    targets = watch_targets(network, intents)
+    the cache (losing them only costs reading them again). Only the addresses of the
+    watched intents are read; the intents a transfer concerns are read after the scan."""
+    targets = [WatchTarget(address) for address in watched_addresses(network, now=now)]
     memory_key = _mempool_memory_key(network, adapter)
     memory = cache.get(memory_key) or {}
     newer = []
@@ -584,7 +661,8 @@ def _watch_blocks(network: str, adapter, state, intents: list, *, now) -> dict:
             # matched against the addresses of that pass only: poll the intents created
             # since (cost follows new intents, not open ones).
             since = memory.get("loaded_at")
-            newer = [i for i in intents if since is not None and i.created_at > since]
+            if since is not None:
+                newer = watched_rows(network, now=now, created_after=since)
             polled = scan_checked(adapter, watch_targets(network, newer)) if newer else None
     except ChainError as exc:
         logger.warning("%s watcher failed: %s", network, exc)
@@ -595,45 +673,53 @@ def _watch_blocks(network: str, adapter, state, intents: list, *, now) -> dict:
     if scan is not None and not scan.fallback:
         keys = {(t.txid, t.index) for t in observed}
         observed += [t for t in scan.transfers if (t.txid, t.index) not in keys]
-    transfers_store(network, observed, intents)
+    paid = watched_rows(network, now=now, addresses={t.address for t in observed})
+    touched = transfers_store(network, observed, paid)
     seen_keys = {(t.txid, t.index) for t in observed}
     if scan is None or scan.fallback:
-        transfers_mark_disappeared(
+        touched |= transfers_mark_disappeared(
             network=network, addresses={t.address for t in targets}, seen_keys=seen_keys
         )
     else:
-        _transfers_follow_chain(network, scan, seen_keys, intents)
+        touched |= _transfers_follow_chain(network, scan, seen_keys)
     tip = scan.tip if scan is not None else polled.tip
-    _confirmations_refresh(network, tip=tip, now=now)
-    rescanned = [i.pk for i in intents if i.rescan_requested_at is not None]
-    if rescanned:
-        PaymentIntent.objects.filter(pk__in=rescanned).update(rescan_requested_at=None)
-    intents_reconcile(network, intents, now=now)
+    touched |= _confirmations_refresh(network, tip=tip, now=now)
+    # Every watched address was looked at (in the blocks and the mempool, or polled):
+    # requests made before this pass began are answered.
+    PaymentIntent.objects.filter(
+        chain=network, monitor_until__gt=now, rescan_requested_at__lte=now
+    ).update(rescan_requested_at=None)
+    _reconcile_due(network, touched, now=now)
     _health_record(network, tip=tip, cursor=None, scanned_blocks=scan.blocks if scan else [])
     if scan is not None:
         cache.set(memory_key, {"examined": scan.examined, "loaded_at": now}, 3600)
     return {
         "network": network,
-        "watched": len(intents),
+        "watched": len(targets),
         "polled": len(targets) if scan is None or scan.fallback else len(newer),
         "transfers": len(observed),
     }
 
 
-def _transfers_follow_chain(network: str, scan, seen_keys: set, intents) -> None:
+def _transfers_follow_chain(network: str, scan, seen_keys: set) -> set:
     """What a block scan learns without being told: an unconfirmed transfer that left the
     mempool without entering a scanned block was replaced or dropped (disappeared); one in
-    a block a reorg took away is unconfirmed again if it is back in the mempool, gone if not."""
+    a block a reorg took away is unconfirmed again if it is back in the mempool, gone if not.
+    Returns the pks of the intents concerned."""
     candidates = (
         Transfer.objects.filter(network=network, disappeared_at__isnull=True, final=False)
         .filter(Q(block_height__isnull=True) | Q(block_height__gte=scan.rescanned_from))
         .filter(Q(intent__isnull=True) | Q(intent__monitor_until__gt=clock.now()))
         .exclude(recorded_by__isnull=False)
     )
-    by_pk = {i.pk: i for i in intents}
+    touched = set()
     for transfer in candidates:
         if (transfer.txid, transfer.index) in seen_keys:
             continue
+        if transfer.block_height is None and transfer.txid in scan.mempool:
+            continue  # still waiting in the mempool
+        if transfer.intent_id is not None:
+            touched.add(transfer.intent_id)
         if transfer.block_height is not None and transfer.txid in scan.mempool:
             transfer_record(
                 ObservedTransfer(
@@ -647,21 +733,21 @@ def _transfers_follow_chain(network: str, scan, seen_keys: set, intents) -> None
                     token_contract=transfer.token_contract or None,
                     reference=transfer.reference or None,
                 ),
-                intent=by_pk.get(transfer.intent_id),
+                intent=None,  # it keeps the intent it has
             )
             continue
-        if transfer.block_height is None and transfer.txid in scan.mempool:
-            continue  # still waiting in the mempool
         transfer.disappeared_at = clock.now()
         transfer.save(update_fields=["disappeared_at"])
         audit_record(action="payment.transfer_disappeared", target=transfer)
+    return touched
 
 
-def _confirmations_refresh(network: str, *, tip: int, now) -> int:
+def _confirmations_refresh(network: str, *, tip: int, now) -> set:
     """Confirmations of the stored transfers in blocks follow the tip (a block scan reports
-    a transfer once, when its block is new): one UPDATE."""
+    a transfer once, when its block is new): one UPDATE. Returns the pks of the intents
+    whose transfers changed."""
     confirmations = Value(tip + 1) - F("block_height")
-    return (
+    changing = (
         Transfer.objects.filter(
             network=network,
             disappeared_at__isnull=True,
@@ -671,8 +757,10 @@ def _confirmations_refresh(network: str, *, tip: int, now) -> int:
         .filter(Q(intent__isnull=True) | Q(intent__monitor_until__gt=now))
         .exclude(recorded_by__isnull=False)
         .exclude(confirmations=confirmations)
-        .update(confirmations=confirmations)
     )
+    touched = set(changing.exclude(intent__isnull=True).values_list("intent_id", flat=True))
+    changing.update(confirmations=confirmations)
+    return touched
 
 
 def payment_intents_expire() -> int:
