@@ -197,7 +197,22 @@ class PaymentIntent(models.Model):
             ("record_transfer", "Can record a transfer seen outside the watchers"),
         ]
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["status", "monitor_until"])]
+        indexes = [
+            models.Index(fields=["status", "monitor_until"]),
+            # The chain watchers' lookups, each a few rows however many intents are watched:
+            # the addresses a new block pays, the intents created since the last pass, the
+            # open ones past their expiry, the rescans asked for.
+            models.Index(fields=["chain", "address"], name="payments_intent_chain_addr"),
+            models.Index(fields=["chain", "created_at"], name="payments_intent_chain_created"),
+            models.Index(
+                fields=["chain", "status", "expires_at"], name="payments_intent_chain_expiry"
+            ),
+            models.Index(
+                fields=["chain", "rescan_requested_at"],
+                condition=Q(rescan_requested_at__isnull=False),
+                name="payments_intent_rescan",
+            ),
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(amount_base__gt=0), name="payments_intent_amount"),
             models.CheckConstraint(

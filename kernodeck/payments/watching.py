@@ -50,6 +50,10 @@ logger = logging.getLogger(__name__)
 
 DUST_USD = Decimal("0.50")
 COUNTED_KINDS = (TransferKind.MATCHED, TransferKind.LATE)
+STORE_CHUNK = 500  # keys per IN (...) list: below SQLite's variable limit
+# Addresses per lookup among the watched intents: short enough that PostgreSQL probes the
+# (chain, address) index rather than reading the whole table (it did at 500 of 20 000).
+ADDRESS_CHUNK = 200
 
 
 # -- which intents a network must watch ---------------------------------------------
@@ -78,7 +82,7 @@ WATCHED_FIELDS = (
 
 def watched_rows(network: str, *, now, addresses=None, created_after=None) -> list:
     """The watched intents as light rows (named tuples of WATCHED_FIELDS): all of them in
-    one query, or those at `addresses` (one query per STORE_CHUNK) or created after
+    one query, or those at `addresses` (one query per ADDRESS_CHUNK) or created after
     `created_after`."""
     watched = PaymentIntent.objects.filter(chain=network, monitor_until__gt=now).order_by()
     if created_after is not None:
@@ -87,8 +91,8 @@ def watched_rows(network: str, *, now, addresses=None, created_after=None) -> li
         return list(watched.values_list(*WATCHED_FIELDS, named=True))
     addresses = sorted(addresses)
     rows = []
-    for start in range(0, len(addresses), STORE_CHUNK):
-        chunk = watched.filter(address__in=addresses[start : start + STORE_CHUNK])
+    for start in range(0, len(addresses), ADDRESS_CHUNK):
+        chunk = watched.filter(address__in=addresses[start : start + ADDRESS_CHUNK])
         rows.extend(chunk.values_list(*WATCHED_FIELDS, named=True))
     return rows
 
@@ -253,9 +257,6 @@ def _closed_loaded(intent: PaymentIntent) -> bool:
         or bool(intent.resolution)
         or intent.closed_at is not None
     )
-
-
-STORE_CHUNK = 500  # keys per IN (...) list: below SQLite's variable limit
 
 
 def transfers_store(network: str, observed: list[ObservedTransfer], watched: list) -> set:
@@ -628,26 +629,31 @@ def _mempool_memory_key(network: str, adapter) -> str:
 
 
 def _watch_blocks(network: str, adapter, state, *, now) -> dict:
-    """One block-scanning pass: the new blocks and the new mempool transactions against
-    every watched address; every address polled once instead when the scan cannot follow
-    (first scan, a deep reorg, a long outage, a flood of mempool transactions, an API
-    without the block endpoints). The mempool transactions already read are remembered in
-    the cache (losing them only costs reading them again). Only the addresses of the
-    watched intents are read; the intents a transfer concerns are read after the scan."""
-    targets = [WatchTarget(address) for address in watched_addresses(network, now=now)]
+    """One block-scanning pass: the new blocks and the new mempool transactions, their
+    output addresses looked up among the watched intents (one query per STORE_CHUNK
+    addresses: the cost follows the blocks, not the intents); every address polled once
+    instead when the scan cannot follow (first scan, a deep reorg, a long outage, a flood
+    of mempool transactions, an API without the block endpoints). The mempool
+    transactions already read are remembered in the cache (losing them only costs
+    reading them again)."""
     memory_key = _mempool_memory_key(network, adapter)
     memory = cache.get(memory_key) or {}
-    newer = []
+    paid: dict = {}  # address -> watched row, for the addresses the scan found paid
+
+    def watched(addresses: set[str]) -> list[str]:
+        for row in watched_rows(network, now=now, addresses=addresses):
+            paid[row.address] = row
+        return list(paid)
+
+    targets, newer = [], []
     try:
-        scan = checked_scan(
-            adapter,
-            targets,
-            adapter.scan_blocks(
-                targets,
-                blocks=state.scanned_blocks if state else [],
-                examined=memory.get("examined", frozenset()),
-            ),
+        scan = adapter.scan_blocks(
+            watched,
+            blocks=state.scanned_blocks if state else [],
+            examined=memory.get("examined", frozenset()),
         )
+        targets = [WatchTarget(address) for address in paid]
+        scan = checked_scan(adapter, targets, scan)
     except ChainError as exc:
         logger.warning("%s block scan failed, polling every address: %s", network, exc)
         scan = None
@@ -655,6 +661,7 @@ def _watch_blocks(network: str, adapter, state, *, now) -> dict:
         if scan is None or scan.fallback:
             if scan is not None:
                 logger.info("%s: polling every address (%s)", network, scan.fallback)
+            targets = [WatchTarget(address) for address in watched_addresses(network, now=now)]
             polled = scan_checked(adapter, targets)
         else:
             # A mempool transaction read by an earlier pass before an intent existed was
@@ -673,8 +680,8 @@ def _watch_blocks(network: str, adapter, state, *, now) -> dict:
     if scan is not None and not scan.fallback:
         keys = {(t.txid, t.index) for t in observed}
         observed += [t for t in scan.transfers if (t.txid, t.index) not in keys]
-    paid = watched_rows(network, now=now, addresses={t.address for t in observed})
-    touched = transfers_store(network, observed, paid)
+    rows = watched_rows(network, now=now, addresses={t.address for t in observed} - set(paid))
+    touched = transfers_store(network, observed, [*paid.values(), *rows])
     seen_keys = {(t.txid, t.index) for t in observed}
     if scan is None or scan.fallback:
         touched |= transfers_mark_disappeared(
@@ -687,16 +694,17 @@ def _watch_blocks(network: str, adapter, state, *, now) -> dict:
     # Every watched address was looked at (in the blocks and the mempool, or polled):
     # requests made before this pass began are answered.
     PaymentIntent.objects.filter(
-        chain=network, monitor_until__gt=now, rescan_requested_at__lte=now
+        chain=network, rescan_requested_at__isnull=False, rescan_requested_at__lte=now
     ).update(rescan_requested_at=None)
     _reconcile_due(network, touched, now=now)
     _health_record(network, tip=tip, cursor=None, scanned_blocks=scan.blocks if scan else [])
     if scan is not None:
         cache.set(memory_key, {"examined": scan.examined, "loaded_at": now}, 3600)
+    fallback = scan is None or bool(scan.fallback)
     return {
         "network": network,
-        "watched": len(targets),
-        "polled": len(targets) if scan is None or scan.fallback else len(newer),
+        "mode": "addresses" if fallback else "blocks",
+        "polled": len(targets) if fallback else len(newer),
         "transfers": len(observed),
     }
 

@@ -9,7 +9,7 @@ import pytest
 from kernodeck.core import clock
 from kernodeck.demo.simulator import CHAINS, ChainSimulator
 from kernodeck.payments.chains.base import WatchTarget
-from kernodeck.payments.chains.esplora import EsploraAdapter
+from kernodeck.payments.chains.esplora import EsploraAdapter, watched_among
 from kernodeck.payments.chains.ethereum import EthereumAdapter
 from kernodeck.payments.chains.solana import SolanaAdapter
 from kernodeck.payments.chains.tron import TronAdapter
@@ -91,7 +91,7 @@ def test_esplora_block_scanning_sees_the_mempool_then_the_block(
     simulator, network, method, address
 ):
     adapter = EsploraAdapter(network, f"{simulator.url}/{network}/api")
-    targets = [WatchTarget(address)]
+    targets = watched_among([WatchTarget(address)])
     start = adapter.scan_blocks(targets, blocks=[])
     assert start.fallback == "no block scanned yet"
     paid = pay(simulator, method, address, 103_093)

@@ -165,7 +165,7 @@ def test_an_api_without_block_endpoints_is_polled_address_by_address(
 
     report = watching.watch_network("bitcoin")
 
-    assert report == {"network": "bitcoin", "watched": 1, "polled": 1, "transfers": 0}
+    assert report == {"network": "bitcoin", "mode": "addresses", "polled": 1, "transfers": 0}
     state = ChainState.objects.get(network="bitcoin")
     assert (state.last_error, state.scanned_blocks, state.tip) == ("", [], 800000)
 

@@ -24,7 +24,7 @@ instead: the watcher then polls every address once and starts again from the tip
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -124,14 +124,17 @@ class EsploraAdapter:
 
     def scan_blocks(
         self,
-        targets: Sequence[WatchTarget],
+        watched: Callable[[set[str]], Iterable[str]],
         *,
         blocks: Sequence[Sequence],
         examined: frozenset = frozenset(),
     ) -> BlockScan:
-        """Credits to `targets` in the blocks after the last of `blocks` (the cursor, as
-        [height, hash] pairs) and in the mempool transactions not in `examined`."""
-        ours = _Addresses(target.address for target in targets)
+        """Credits to watched addresses in the blocks after the last of `blocks` (the
+        cursor, as [height, hash] pairs) and in the mempool transactions not in `examined`.
+
+        `watched(addresses)` answers which of the addresses these transactions pay are
+        watched (bech32 ones given in lower case), so the cost follows the blocks, not
+        the number of watched addresses (`watched_among(targets)` for a fixed list)."""
         with new_client() as client:
             # The mempool first, the tip after: a transaction that leaves the mempool in
             # between is in a block at or below the tip, so it is never missed by both.
@@ -147,11 +150,10 @@ class EsploraAdapter:
             new = [txid for txid in mempool if txid not in examined]
             if len(new) > self.mempool_budget:
                 return self._fallback(client, tip, mempool, f"{len(new)} new mempool txs")
-            transfers: dict[tuple[str, int], ObservedTransfer] = {}
+            txs = []  # the blocks' transactions first: they win over a mempool copy
             for height in range(start, tip + 1):
                 block_hash = self._block_hash(client, height)
-                for transfer in self._block_credits(client, ours, height, block_hash, tip):
-                    transfers[(transfer.txid, transfer.index)] = transfer
+                txs.extend(self._block_txs(client, height, block_hash))
                 kept.append([height, block_hash])
             fetched = each_concurrently(
                 lambda txid: self._get(client, f"/tx/{txid}"), new, workers=self.concurrency
@@ -159,6 +161,10 @@ class EsploraAdapter:
         for tx in fetched:
             if not isinstance(tx, dict) or not isinstance(tx.get("txid"), str):
                 raise ChainError(f"{self.network}: a mempool transaction without a txid")
+            txs.append(tx)
+        ours = _Addresses(watched({key for tx in txs for key in _output_keys(tx)}))
+        transfers: dict[tuple[str, int], ObservedTransfer] = {}
+        for tx in txs:
             for address in ours.paid_by(tx):
                 for transfer in self._credits(tx, address, tip):
                     transfers.setdefault((transfer.txid, transfer.index), transfer)
@@ -211,9 +217,8 @@ class EsploraAdapter:
             raise ChainError(f"{self.network}: block {height} has no hash: {text[:80]!r}")
         return text
 
-    def _block_credits(
-        self, client: httpx.Client, ours: "_Addresses", height: int, block_hash: str, tip: int
-    ) -> list[ObservedTransfer]:
+    def _block_txs(self, client: httpx.Client, height: int, block_hash: str) -> list[dict]:
+        """The block's transactions, each with the block's status (pages carry none)."""
         block = self._get(client, f"/block/{block_hash}")
         if not isinstance(block, dict) or block.get("id") != block_hash:
             raise ChainError(f"{self.network}: block {block_hash} answered another block")
@@ -229,13 +234,11 @@ class EsploraAdapter:
             list(range(0, count, BLOCK_PAGE_SIZE)),
             workers=self.concurrency,
         )
-        credits = []
-        for page in pages:
-            for tx in _tx_list(page, f"block {block_hash}"):
-                for address in ours.paid_by(tx):
-                    # Transactions in a block page carry no status: the block's.
-                    credits.extend(self._credits({**tx, "status": status}, address, tip))
-        return credits
+        return [
+            {**tx, "status": status}
+            for page in pages
+            for tx in _tx_list(page, f"block {block_hash}")
+        ]
 
     def _get(self, client: httpx.Client, path: str) -> Any:
         return get_json(
@@ -331,6 +334,23 @@ class _Addresses:
                 if address is not None and address not in found:
                     found.append(address)
         return found
+
+
+def watched_among(targets: Sequence[WatchTarget]) -> Callable[[set[str]], list[str]]:
+    """A `watched` answer for scan_blocks from a fixed list of targets."""
+    by_key = {_address_key(target.address): target.address for target in targets}
+    return lambda keys: [address for key, address in by_key.items() if key in keys]
+
+
+def _output_keys(tx: dict) -> list[str]:
+    vout = tx.get("vout")
+    if not isinstance(vout, list):
+        return []
+    return [
+        _address_key(output["scriptpubkey_address"])
+        for output in vout
+        if isinstance(output, dict) and isinstance(output.get("scriptpubkey_address"), str)
+    ]
 
 
 def _address_key(address: str) -> str:
