@@ -59,13 +59,6 @@ ADDRESS_CHUNK = 200
 # -- which intents a network must watch ---------------------------------------------
 
 
-def watched_intents(network: str, *, now=None):
-    """Intents whose address is still watched: open ones and those inside monitoring."""
-    return PaymentIntent.objects.filter(
-        chain=network, monitor_until__gt=now or clock.now()
-    ).select_related("method")
-
-
 # What a pass needs of every watched intent to ask the chain and to match what it answers;
 # the whole intent is loaded only for those a transfer or the clock concerns.
 WATCHED_FIELDS = (
@@ -81,7 +74,8 @@ WATCHED_FIELDS = (
 
 
 def watched_rows(network: str, *, now, addresses=None, created_after=None) -> list:
-    """The watched intents as light rows (named tuples of WATCHED_FIELDS): all of them in
+    """The intents whose address is still watched (open ones and those inside monitoring)
+    as light rows (named tuples of WATCHED_FIELDS): all of them in
     one query, or those at `addresses` (one query per ADDRESS_CHUNK) or created after
     `created_after`."""
     watched = PaymentIntent.objects.filter(chain=network, monitor_until__gt=now).order_by()

@@ -51,3 +51,19 @@ def test_a_pass_that_fails_releases_the_lock(monkeypatch):
     with pytest.raises(ConnectionError):
         tasks.watch_chains.call_local()
     assert not tasks.WATCH_LOCK.is_locked()
+
+
+@pytest.mark.django_db
+def test_the_watch_command_skips_a_pass_while_a_worker_runs_one(monkeypatch):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    calls = []
+    monkeypatch.setattr(watching, "watch_all", lambda: calls.append(1) or [])
+    out = StringIO()
+    with tasks.WATCH_LOCK:
+        call_command("watch_chains", "--once", stdout=out)
+
+    assert calls == []
+    assert "skipped: another watcher pass is running" in out.getvalue()
