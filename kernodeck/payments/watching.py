@@ -297,8 +297,8 @@ def transfers_store(network: str, observed: list[ObservedTransfer], watched: lis
 
 
 def intents_load(network: str, pks, *, extra: Q | None = None) -> dict:
-    """The watched intents among `pks` (and those matching `extra`), with their methods,
-    by pk: one query per STORE_CHUNK pks."""
+    """The intents of `network` among `pks` (and those matching `extra`), with their
+    methods, by pk: one query per STORE_CHUNK pks."""
     base = PaymentIntent.objects.filter(chain=network).select_related("method")
     found = {}
     if extra is not None:
