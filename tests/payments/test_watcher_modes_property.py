@@ -2,9 +2,10 @@
 
 Hypothesis writes a story on a loopback Bitcoin chain (payments of every size into the
 mempool, blocks, reorgs that return or drop transactions, replaced transactions, time
-passing beyond the expiry so that payments come late), and the story is played twice from
-the same start: once with the watcher polling each address, once with it scanning blocks,
-with a pass after every step. Both must end with the same statuses, amounts and transfers.
+passing beyond the expiry so that payments come late, instructions created on the way),
+and the story is played twice from the same start: once with the watcher polling each
+address, once with it scanning blocks, with a pass after every step. Both must end with
+the same statuses, amounts and transfers.
 """
 
 from datetime import timedelta
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 from kernodeck.core import clock
 from kernodeck.payments import watching
-from kernodeck.payments.models import PaymentIntent, Transfer
+from kernodeck.payments.models import PaymentIntent, Rate, Transfer
 from tests.loopback import LoopbackServer
 from tests.payments.esplora_chain import EsploraChain
 from tests.payments.test_watching import btc_intent
@@ -34,6 +35,7 @@ steps = st.lists(
         st.tuples(st.just("reorg"), st.integers(1, 3), st.booleans()),
         st.tuples(st.just("drop"), st.integers(0, 5)),
         st.tuples(st.just("wait"), st.integers(1, 40)),
+        st.tuples(st.just("new intent")),
     ),
     min_size=1,
     max_size=12,
@@ -51,6 +53,7 @@ def play(story, *, block_scan: bool, settings_, start) -> dict:
         settings_.KERNODECK_BITCOIN_ESPLORA_URL = server.url
         chain = EsploraChain(server, at=start - timedelta(minutes=10))
         intents = [btc_intent() for _ in range(INTENTS)]
+        rate = Rate.objects.filter(asset="BTC").latest("fetched_at").usd_per_coin
         sent = []
 
         def watch():
@@ -61,7 +64,7 @@ def play(story, *, block_scan: bool, settings_, start) -> dict:
         for step in story:
             clock.freeze(clock.now() + timedelta(seconds=30))
             if step[0] == "pay":
-                intent = intents[step[1]]
+                intent = intents[step[1] % len(intents)]
                 amount = max(1, int(intent.amount_units * AMOUNTS[step[2]]))
                 sent.append(chain.pay(intent.address, amount))
             elif step[0] == "mine":
@@ -75,6 +78,12 @@ def play(story, *, block_scan: bool, settings_, start) -> dict:
                 chain.drop(sent[step[1] % len(sent)])
             elif step[0] == "wait":
                 clock.freeze(clock.now() + timedelta(minutes=step[1]))
+            elif step[0] == "new intent" and len(intents) < INTENTS + 3:
+                # The same price, fetched now (the clock may have left the first one stale).
+                Rate.objects.create(
+                    asset="BTC", usd_per_coin=rate, source="kraken", fetched_at=clock.now()
+                )
+                intents.append(btc_intent())  # watched from the next pass on
             watch()
         # The end: whatever waits is mined and buried, and every address looked at again.
         clock.freeze(clock.now() + timedelta(minutes=1))
