@@ -233,6 +233,10 @@ def checked_scan(
 
 
 class ChainAdapter(Protocol):
+    """What every adapter offers. One may offer more: Esplora's `scan_blocks` (new blocks
+    and mempool transactions against the watched addresses), which the watcher prefers
+    where KERNODECK_WATCH_BLOCK_SCAN allows it; its answer is checked with checked_scan."""
+
     network: str
 
     def scan(self, targets: Sequence[WatchTarget], *, cursor: int | None = None) -> ScanResult:
