@@ -691,7 +691,9 @@ def _watch_blocks(network: str, adapter, state, *, now) -> dict:
         chain=network, rescan_requested_at__isnull=False, rescan_requested_at__lte=now
     ).update(rescan_requested_at=None)
     _reconcile_due(network, touched, now=now)
-    _health_record(network, tip=tip, cursor=None, scanned_blocks=scan.blocks if scan else [])
+    # A block scan that failed keeps its cursor: the next pass resumes from it (this one
+    # polled every address, so nothing in between was missed).
+    _health_record(network, tip=tip, cursor=None, scanned_blocks=scan.blocks if scan else None)
     if scan is not None:
         cache.set(memory_key, {"examined": scan.examined, "loaded_at": now}, 3600)
     fallback = scan is None or bool(scan.fallback)

@@ -183,3 +183,30 @@ def test_a_chain_far_ahead_is_caught_up_by_polling_each_address(
     assert f"/address/{intent.address}/txs" in paths
     assert Transfer.objects.get().confirmations == 10
     assert ChainState.objects.get(network="bitcoin").scanned_blocks[-1][0] == chain.tip
+
+
+def test_a_failed_block_scan_polls_every_address_and_keeps_its_cursor(
+    configured, fresh_rates, server, chain
+):
+    from tests.loopback import Reply
+
+    intent = btc_intent()
+    watching.watch_network("bitcoin")
+    cursor = ChainState.objects.get(network="bitcoin").scanned_blocks
+    chain.pay(intent.address, intent.amount_units)
+    chain.mine(at=clock.now())
+    server.route("GET", f"/block/{chain.blocks[-1]['hash']}", Reply(status=400, body="Bad"))
+
+    paths = paths_of_a_pass(server)
+
+    assert f"/address/{intent.address}/txs" in paths
+    assert Transfer.objects.get().block_height == chain.tip  # seen by polling the address
+    state = ChainState.objects.get(network="bitcoin")
+    assert (state.scanned_blocks, state.last_error) == (cursor, "")
+
+    server.route("GET", f"/block/{chain.blocks[-1]['hash']}", handler=chain.answer)  # healed
+    paths = paths_of_a_pass(server)  # the next pass resumes from the kept cursor
+
+    assert not any(path.startswith("/address/") for path in paths)
+    assert ChainState.objects.get(network="bitcoin").scanned_blocks[-1][0] == chain.tip
+    assert status(intent) == IntentStatus.DETECTED
