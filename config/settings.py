@@ -191,7 +191,8 @@ else:
         "filename": str(VAR_DIR / "tasks.sqlite3"),
     }
 HUEY["immediate"] = env_bool("KERNODECK_TASKS_IMMEDIATE")
-HUEY["consumer"] = {"workers": 2, "worker_type": "thread"}
+# flush_locks: a lock a killed worker held (the watcher pass lock) is freed at start-up.
+HUEY["consumer"] = {"workers": 2, "worker_type": "thread", "flush_locks": True}
 
 # Accounts and authentication.
 AUTH_USER_MODEL = "accounts.User"
@@ -307,6 +308,18 @@ KERNODECK_DEMO_SIMULATOR_URL = (
     else ""
 )
 KERNODECK_WATCH_INTERVAL = int(os.environ.get("KERNODECK_WATCH_INTERVAL", 30))
+# Concurrent HTTP requests of one network's address-by-address polling.
+KERNODECK_WATCH_CONCURRENCY = int(os.environ.get("KERNODECK_WATCH_CONCURRENCY", 8))
+# Seconds between polls of the intents kept only for late payments (expired, under review).
+KERNODECK_WATCH_LATE_INTERVAL = int(os.environ.get("KERNODECK_WATCH_LATE_INTERVAL", 300))
+# Bitcoin and Litecoin: scan new blocks (and new mempool transactions) for our addresses
+# instead of polling every address on every pass (docs/architecture.md, "Block scanning").
+KERNODECK_WATCH_BLOCK_SCAN = env_bool("KERNODECK_WATCH_BLOCK_SCAN", True)
+if KERNODECK_WATCH_CONCURRENCY < 1 or KERNODECK_WATCH_LATE_INTERVAL < 0:
+    raise ImproperlyConfigured(
+        "KERNODECK_WATCH_CONCURRENCY must be at least 1; "
+        "KERNODECK_WATCH_LATE_INTERVAL must not be negative."
+    )
 KERNODECK_PAYMENT_EXPIRY_SECONDS = int(os.environ.get("KERNODECK_PAYMENT_EXPIRY_SECONDS", 1800))
 KERNODECK_MONITOR_SECONDS = int(os.environ.get("KERNODECK_MONITOR_SECONDS", 24 * 60 * 60))
 # Caps on what the chain watchers must follow: instructions still watched per order or

@@ -10,7 +10,9 @@ Adapters are tested over real sockets with their real HTTP client, never with a 
         server.requests[0].query["pair"]
 
 Routes match on method and path; the query string is recorded, not matched. A route given
-several replies answers them in turn and repeats the last. An unknown route answers 404.
+several replies answers them in turn and repeats the last. An unknown route answers 404, or
+goes to the handler given to `otherwise(handler)` (a whole fake API, e.g. a chain serving
+blocks and addresses: tests/payments/esplora_chain.py).
 `sample()` reads the recorded API answers in the shared `api-samples` folder beside the repo.
 """
 
@@ -150,6 +152,7 @@ class LoopbackServer:
         self._routes: dict[tuple[str, str], list[Reply]] = {}
         self._calls: dict[tuple[str, str], int] = {}
         self._requests: list[Request] = []
+        self._otherwise: Handler | None = None
         self._closing = threading.Event()
         self.handler_errors: list[Exception] = []
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
@@ -187,6 +190,11 @@ class LoopbackServer:
             self._routes[key] = answers
             self._calls[key] = 0
 
+    def otherwise(self, handler: Handler | None) -> None:
+        """Answer requests no route matches with `handler(request)` instead of a 404."""
+        with self._lock:
+            self._otherwise = handler
+
     def close(self) -> None:
         self._closing.set()
         self._httpd.shutdown()
@@ -204,6 +212,8 @@ class LoopbackServer:
         with self._lock:
             self._requests.append(request)
             answers = self._routes.get(key)
+            if answers is None and self._otherwise is not None:
+                return Reply(handler=self._otherwise)
             if answers is None:
                 message = f"no route for {request.method} {request.path}"
                 return Reply(status=404, json_body={"error": message})

@@ -7,7 +7,9 @@
 watchers at it. It answers in the shapes the adapters read from the public APIs:
 
     /bitcoin/api, /litecoin/api   Esplora: GET /blocks/tip/height, /address/:a/txs,
-                                  /address/:a/txs/chain/:last_seen_txid
+                                  /address/:a/txs/chain/:last_seen_txid, and for block
+                                  scanning /block-height/:h, /block/:hash,
+                                  /block/:hash/txs/:start, /mempool/txids, /tx/:txid
     /ethereum                     JSON-RPC: eth_blockNumber, eth_getBlockByNumber (numbers and
                                   tags, "finalized" included, full transactions or hashes),
                                   eth_getTransactionReceipt, eth_getLogs (Transfer events of
@@ -62,6 +64,7 @@ MAX_BODY = 16 * 1024  # bytes of a request body; the control API's are a few hun
 MAX_MINE = 100  # blocks per /_control/mine
 MAX_AMOUNT = 10**30  # base units per simulated payment
 ESPLORA_PAGE = 25  # confirmed transactions per Esplora page
+ESPLORA_HASH_SEARCH = 2000  # blocks below the tip searched for a block hash
 TRANSFER_TOPIC = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
 ERC20_TRANSFER_SELECTOR = "a9059cbb"
 SYSTEM_PROGRAM = "11111111111111111111111111111111"
@@ -355,9 +358,51 @@ class ChainSimulator:
                 else:
                     return 404, "Not Found"
                 return 200, [self._esplora_tx(network, t) for t in page]
+            found = self._esplora_chain(network, parts)
+            if found is not None:
+                return found
         if len(parts) >= 2 and parts[0] == "address":
             return 400, "Invalid Bitcoin address"
         return 404, "Not Found"
+
+    def _esplora_chain(self, network: str, parts: list[str]) -> tuple[int, Any] | None:
+        """The block-scanning routes: blocks by height and hash, their transactions, the
+        mempool's txids and single transactions (the lock is held by the caller)."""
+        mine = [t for t in self.state["transfers"] if t["network"] == network]
+        if parts == ["mempool", "txids"]:
+            return 200, [t["txid"] for t in mine if t["height"] is None]
+        if len(parts) == 2 and parts[0] == "block-height":
+            if not parts[1].isdigit() or int(parts[1]) > self.tip(network):
+                return 404, "Block not found"
+            return 200, self.block_hash(network, int(parts[1]))
+        if len(parts) == 2 and parts[0] == "tx":
+            found = [t for t in mine if t["txid"] == parts[1]]
+            return (200, self._esplora_tx(network, found[0])) if found else (404, "Not Found")
+        if len(parts) not in (2, 4) or parts[0] != "block":
+            return None
+        tip = self.tip(network)
+        height = next(
+            (
+                h
+                for h in range(tip, max(tip - ESPLORA_HASH_SEARCH, -1), -1)
+                if self.block_hash(network, h) == parts[1]
+            ),
+            None,
+        )
+        if height is None:
+            return 404, "Block not found"
+        txs = [t for t in mine if t["height"] == height]
+        if len(parts) == 2:
+            return 200, {
+                "id": parts[1],
+                "height": height,
+                "timestamp": self.block_time_ms(network, height) // 1000,
+                "tx_count": len(txs),
+            }
+        if parts[2] != "txs" or not parts[3].isdigit():
+            return 404, "Not Found"
+        start = int(parts[3])
+        return 200, [self._esplora_tx(network, t) for t in txs[start : start + ESPLORA_PAGE]]
 
     def _esplora_tx(self, network: str, t: dict) -> dict:
         _hrp, script = _segwit_parts(t["address"])

@@ -272,6 +272,19 @@ class PaymentIntent(models.Model):
                 condition=REVIEW_INTENT_CASES,
                 name="payments_intent_review_idx",
             ),
+            # The chain watchers' lookups, each a few rows however many intents are watched:
+            # the addresses a new block pays, the intents created since the last pass, the
+            # open ones past their expiry, the rescans asked for.
+            models.Index(fields=["chain", "address"], name="payments_intent_chain_addr"),
+            models.Index(fields=["chain", "created_at"], name="payments_intent_chain_created"),
+            models.Index(
+                fields=["chain", "status", "expires_at"], name="payments_intent_chain_expiry"
+            ),
+            models.Index(
+                fields=["chain", "rescan_requested_at"],
+                condition=Q(rescan_requested_at__isnull=False),
+                name="payments_intent_rescan",
+            ),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(amount_base__gt=0), name="payments_intent_amount"),
@@ -448,6 +461,11 @@ class ChainState(models.Model):
     tip = models.PositiveBigIntegerField(default=0, verbose_name=_("tip"))
     tip_changed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("tip changed at"))
     cursor = models.PositiveBigIntegerField(null=True, blank=True, verbose_name=_("cursor"))
+    # Block scanning (Esplora): the last blocks scanned, newest last, as [height, hash]
+    # pairs; a reorg shows as a hash that no longer matches, and the scan walks back.
+    scanned_blocks = models.JSONField(default=list, blank=True, verbose_name=_("scanned blocks"))
+    # When the intents kept only for late payments were last polled address by address.
+    late_polled_at = models.DateTimeField(null=True, blank=True, verbose_name=_("late polled at"))
     last_success_at = models.DateTimeField(
         null=True, blank=True, verbose_name=_("last success at")
     )

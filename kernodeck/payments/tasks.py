@@ -2,7 +2,8 @@ import logging
 
 from django.conf import settings
 from huey import crontab
-from huey.contrib.djhuey import db_periodic_task, db_task
+from huey.contrib.djhuey import HUEY, db_periodic_task, db_task
+from huey.exceptions import TaskLockedException
 
 from kernodeck.payments import selectors, services, watching
 
@@ -21,22 +22,41 @@ def expire_intents():
     watching.payment_intents_expire()
 
 
+# One watcher pass at a time, across every worker and process sharing the queue: a pass
+# that runs long is not joined by the next tick's, nor by an early pass after "I have
+# paid" (that one's rescan request stays and the running or next pass honours it). Kept
+# in the queue's storage, the lock is flushed when the consumer starts (HUEY "consumer":
+# "flush_locks"), so a killed worker does not hold it for ever.
+WATCH_LOCK = HUEY.lock_task("watch-chains")
+
+
+def watch_exclusively(watch, *args) -> bool:
+    """Run one pass unless another is running; False when it was skipped."""
+    try:
+        with WATCH_LOCK:
+            watch(*args)
+    except TaskLockedException:
+        logger.info("watcher pass skipped: the previous pass is still running")
+        return False
+    return True
+
+
 @db_task()
 def watch_chains():
     """One pass of every configured watcher and the reconciliation."""
-    watching.watch_all()
+    watch_exclusively(watching.watch_all)
 
 
 @db_task()
 def watch_network(network: str):
     """An early pass over one network (after "I have paid"); its failures stay in it."""
-    watching.watch_network_isolated(network)
+    watch_exclusively(watching.watch_network_isolated, network)
 
 
 @db_periodic_task(crontab(minute="*"))
 def watch_chains_tick():
     """Watch every minute, and once more half-way (default interval: 30 s)."""
-    watching.watch_all()
+    watch_exclusively(watching.watch_all)
     interval = settings.KERNODECK_WATCH_INTERVAL
     if 0 < interval < 60:
         watch_chains.schedule(delay=interval)

@@ -9,7 +9,7 @@ import pytest
 from kernodeck.core import clock
 from kernodeck.demo.simulator import CHAINS, ChainSimulator
 from kernodeck.payments.chains.base import WatchTarget
-from kernodeck.payments.chains.esplora import EsploraAdapter
+from kernodeck.payments.chains.esplora import EsploraAdapter, watched_among
 from kernodeck.payments.chains.ethereum import EthereumAdapter
 from kernodeck.payments.chains.solana import SolanaAdapter
 from kernodeck.payments.chains.tron import TronAdapter
@@ -81,6 +81,31 @@ def test_esplora_payment_waits_in_the_mempool_then_counts_mined_blocks(
         ).transfers
         == []
     )
+
+
+@pytest.mark.parametrize(
+    ("network", "method", "address"),
+    [("bitcoin", "btc-bitcoin", BTC_ADDRESS), ("litecoin", "ltc-litecoin", LTC_ADDRESS)],
+)
+def test_esplora_block_scanning_sees_the_mempool_then_the_block(
+    simulator, network, method, address
+):
+    adapter = EsploraAdapter(network, f"{simulator.url}/{network}/api")
+    targets = watched_among([WatchTarget(address)])
+    start = adapter.scan_blocks(targets, blocks=[])
+    assert start.fallback == "no block scanned yet"
+    paid = pay(simulator, method, address, 103_093)
+
+    waiting = adapter.scan_blocks(targets, blocks=start.blocks, examined=start.examined)
+    [transfer] = waiting.transfers
+    assert (transfer.txid, transfer.confirmations, waiting.fallback) == (paid["txid"], 0, "")
+
+    tip = mine(simulator, network, 2)
+    mined = adapter.scan_blocks(targets, blocks=waiting.blocks, examined=waiting.examined)
+    [transfer] = mined.transfers
+    assert (transfer.block_height, transfer.confirmations) == (tip - 1, 2)
+    assert_recent(transfer.block_time)
+    assert [height for height, _hash in mined.blocks] == [tip - 2, tip - 1, tip]
 
 
 def test_ethereum_ether_and_both_tokens_are_seen_with_growing_confirmations(simulator):

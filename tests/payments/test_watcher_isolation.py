@@ -27,6 +27,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def bitcoin(settings):
+    settings.KERNODECK_WATCH_BLOCK_SCAN = False  # address by address
     with LoopbackServer() as server:
         settings.KERNODECK_BITCOIN_ESPLORA_URL = server.url
         yield server
@@ -34,6 +35,7 @@ def bitcoin(settings):
 
 @pytest.fixture
 def litecoin(settings):
+    settings.KERNODECK_WATCH_BLOCK_SCAN = False  # address by address
     with LoopbackServer() as server:
         settings.KERNODECK_LITECOIN_ESPLORA_URL = server.url
         yield server

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def esplora(settings):
+    settings.KERNODECK_WATCH_BLOCK_SCAN = False  # address by address
     with LoopbackServer() as server:
         settings.KERNODECK_BITCOIN_ESPLORA_URL = server.url
         yield server

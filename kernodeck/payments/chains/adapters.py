@@ -46,7 +46,9 @@ def adapter_for(network: str):
     if network in {"bitcoin", "litecoin"}:
         from kernodeck.payments.chains.esplora import EsploraAdapter
 
-        return EsploraAdapter(network, url, timeout=timeout)
+        return EsploraAdapter(
+            network, url, timeout=timeout, concurrency=settings.KERNODECK_WATCH_CONCURRENCY
+        )
     if network == "ethereum":
         from kernodeck.payments.chains.ethereum import EthereumAdapter
 

@@ -202,7 +202,13 @@ def scan_checked(
     """`adapter.scan`, and a check that the answer is about what was asked (the adapter's
     own network, the targets' addresses and references) and spelled as the chain spells
     it (transaction ids, token contracts)."""
-    result = adapter.scan(targets, cursor=cursor)
+    return checked_scan(adapter, targets, adapter.scan(targets, cursor=cursor))
+
+
+def checked_scan(
+    adapter: "ChainAdapter", targets: Sequence[WatchTarget], result: Any
+) -> ScanResult:
+    """`result` of one of `adapter`'s scans of `targets`, checked as scan_checked does."""
     if not isinstance(result, ScanResult):
         raise ChainError(f"{adapter.network}: the scan returned no ScanResult")
     addresses = {target.address for target in targets}
@@ -227,6 +233,10 @@ def scan_checked(
 
 
 class ChainAdapter(Protocol):
+    """What every adapter offers. One may offer more: Esplora's `scan_blocks` (new blocks
+    and mempool transactions against the watched addresses), which the watcher prefers
+    where KERNODECK_WATCH_BLOCK_SCAN allows it; its answer is checked with checked_scan."""
+
     network: str
 
     def scan(self, targets: Sequence[WatchTarget], *, cursor: int | None = None) -> ScanResult:

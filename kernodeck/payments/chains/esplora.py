@@ -2,16 +2,30 @@
 
 `base_url` includes the API prefix, e.g. https://blockstream.info/api or
 https://litecoinspace.org/api. Per scan: GET /blocks/tip/height (a bare integer as text/plain),
-then per address GET /address/:address/txs, which answers up to 50 mempool transactions and the
-newest 25 confirmed ones, newest first; older confirmed ones come 25 at a time from
-/address/:address/txs/chain/:last_seen_txid. Every output paying the address is one transfer.
-A transaction replaced (RBF) or reorged out simply stops being reported, and confirmations go
-down after a reorg: the adapter reports what the API shows now, the watcher reconciles.
+then per address, `concurrency` requests at a time, GET /address/:address/txs, which answers
+up to 50 mempool transactions and the newest 25 confirmed ones, newest first; older confirmed
+ones come 25 at a time from /address/:address/txs/chain/:last_seen_txid. Every output paying
+the address is one transfer. A transaction replaced (RBF) or reorged out simply stops being
+reported, and confirmations go down after a reorg: the adapter reports what the API shows now,
+the watcher reconciles.
+
+Block scanning (`scan_blocks`), where cost follows the chain instead of our addresses: read
+the mempool's txids (GET /mempool/txids), then the tip, check that the last block scanned is
+still on the chain (GET /block-height/:height against the hash stored with it; on a mismatch
+walk back through the stored blocks to the fork), then read each new block (GET
+/block/:hash for its time and size, GET /block/:hash/txs/:start_index, 25 transactions a
+page) and report every output paying a watched address; transactions that entered the
+mempool since the last scan (not in `examined`) are read one by one (GET /tx/:txid). The
+first scan, a reorg deeper than the stored blocks, a chain more than `max_blocks` ahead,
+or more new mempool transactions than `mempool_budget` answer `fallback` with a reason
+instead: the watcher then polls every address once and starts again from the tip.
 """
 
 import logging
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -25,14 +39,45 @@ from kernodeck.payments.chains.base import (
     json_int,
     unix_time,
 )
-from kernodeck.payments.chains.http import DEFAULT_TIMEOUT, get_json, get_text, new_client
+from kernodeck.payments.chains.http import (
+    DEFAULT_TIMEOUT,
+    each_concurrently,
+    get_json,
+    get_text,
+    new_client,
+)
 
 logger = logging.getLogger(__name__)
 
 ASSETS = {"bitcoin": "BTC", "litecoin": "LTC"}
+KEPT_BLOCKS = 12  # [height, hash] pairs remembered: a reorg deeper than this falls back
+MAX_BLOCKS_PER_SCAN = 6  # more new blocks than this (a long outage): poll addresses instead
+MEMPOOL_BUDGET = 1000  # new mempool transactions read per scan; more: poll addresses instead
+BLOCK_PAGE_SIZE = 25  # transactions per /block/:hash/txs/:start_index page
 CHAIN_PAGE_SIZE = 25  # confirmed transactions per page (electrs CHAIN_TXS_PER_PAGE)
 MAX_CHAIN_PAGES = 20  # older pages fetched per address after the first answer
 BECH32_PREFIXES = ("bc1", "tb1", "bcrt1", "ltc1", "tltc1", "rltc1")
+
+_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass
+class BlockScan(ScanResult):
+    """What a block scan saw, besides the transfers and the tip.
+
+    `blocks`: the [height, hash] pairs to remember (oldest first), the new cursor.
+    `rescanned_from`: the first height read in this scan; a stored transfer at or above it
+    that was not reported is no longer in those blocks (a reorg took it away).
+    `mempool`: the txids in the mempool when the scan began; `examined`: the txids read or
+    known (to pass as `examined` next time).
+    `fallback`: why the scan did nothing and the addresses must be polled instead ("" when
+    it did its work); `blocks` is then the tip to start the next scan from."""
+
+    blocks: list = field(default_factory=list)
+    rescanned_from: int | None = None
+    mempool: frozenset = frozenset()
+    examined: frozenset = frozenset()
+    fallback: str = ""
 
 
 class EsploraAdapter:
@@ -44,6 +89,9 @@ class EsploraAdapter:
         base_url: str,
         timeout: float = DEFAULT_TIMEOUT,
         sleep: Callable[[float], None] = time.sleep,
+        concurrency: int = 1,
+        max_blocks: int = MAX_BLOCKS_PER_SCAN,
+        mempool_budget: int = MEMPOOL_BUDGET,
     ):
         if network not in ASSETS:
             raise ValueError(f"Esplora serves bitcoin or litecoin, not {network!r}")
@@ -52,17 +100,145 @@ class EsploraAdapter:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.sleep = sleep
+        self.concurrency = concurrency
+        self.max_blocks = max_blocks
+        self.mempool_budget = mempool_budget
 
     def scan(self, targets: Sequence[WatchTarget], *, cursor: int | None = None) -> ScanResult:
         """Every output paying one of `targets`, mempool included; `cursor` is not used."""
+        addresses = list(dict.fromkeys(target.address for target in targets))
         with new_client() as client:
             tip = self._tip(client)
-            transfers: dict[tuple[str, int], ObservedTransfer] = {}
-            for address in dict.fromkeys(target.address for target in targets):
-                for tx in self._history(client, address):
-                    for transfer in self._credits(tx, address, tip):
-                        transfers.setdefault((transfer.txid, transfer.index), transfer)
+            # One request (or a few pages) per address, `concurrency` at a time.
+            histories = each_concurrently(
+                lambda address: self._history(client, address),
+                addresses,
+                workers=self.concurrency,
+            )
+        transfers: dict[tuple[str, int], ObservedTransfer] = {}
+        for address, history in zip(addresses, histories, strict=True):
+            for tx in history:
+                for transfer in self._credits(tx, address, tip):
+                    transfers.setdefault((transfer.txid, transfer.index), transfer)
         return ScanResult(transfers=list(transfers.values()), tip=tip)
+
+    def scan_blocks(
+        self,
+        watched: Callable[[set[str]], Iterable[str]],
+        *,
+        blocks: Sequence[Sequence],
+        examined: frozenset = frozenset(),
+    ) -> BlockScan:
+        """Credits to watched addresses in the blocks after the last of `blocks` (the
+        cursor, as [height, hash] pairs) and in the mempool transactions not in `examined`.
+
+        `watched(addresses)` answers which of the addresses these transactions pay are
+        watched (bech32 ones given in lower case), so the cost follows the blocks, not
+        the number of watched addresses (`watched_among(targets)` for a fixed list)."""
+        with new_client() as client:
+            # The mempool first, the tip after: a transaction that leaves the mempool in
+            # between is in a block at or below the tip, so it is never missed by both.
+            mempool = self._mempool(client)
+            tip = self._tip(client)
+            kept = self._still_on_chain(client, blocks, tip)
+            if kept is None:
+                reason = "no block scanned yet" if not blocks else "a reorg deeper than we keep"
+                return self._fallback(client, tip, mempool, reason)
+            start = kept[-1][0] + 1
+            if tip - start + 1 > self.max_blocks:
+                return self._fallback(client, tip, mempool, f"{tip - start + 1} new blocks")
+            new = [txid for txid in mempool if txid not in examined]
+            if len(new) > self.mempool_budget:
+                return self._fallback(client, tip, mempool, f"{len(new)} new mempool txs")
+            txs = []  # the blocks' transactions first: they win over a mempool copy
+            for height in range(start, tip + 1):
+                block_hash = self._block_hash(client, height)
+                txs.extend(self._block_txs(client, height, block_hash))
+                kept.append([height, block_hash])
+            fetched = each_concurrently(
+                lambda txid: self._get(client, f"/tx/{txid}"), new, workers=self.concurrency
+            )
+        for tx in fetched:
+            if not isinstance(tx, dict) or not isinstance(tx.get("txid"), str):
+                raise ChainError(f"{self.network}: a mempool transaction without a txid")
+            txs.append(tx)
+        ours = _Addresses(watched({key for tx in txs for key in _output_keys(tx)}))
+        transfers: dict[tuple[str, int], ObservedTransfer] = {}
+        for tx in txs:
+            for address in ours.paid_by(tx):
+                for transfer in self._credits(tx, address, tip):
+                    transfers.setdefault((transfer.txid, transfer.index), transfer)
+        return BlockScan(
+            transfers=list(transfers.values()),
+            tip=tip,
+            blocks=kept[-KEPT_BLOCKS:],
+            rescanned_from=start,
+            mempool=frozenset(mempool),
+            examined=frozenset(mempool),
+        )
+
+    def _fallback(self, client, tip: int, mempool: list[str], reason: str) -> BlockScan:
+        """Nothing scanned: the next scan starts after the tip, the addresses cover the rest."""
+        return BlockScan(
+            tip=tip,
+            blocks=[[tip, self._block_hash(client, tip)]],
+            mempool=frozenset(mempool),
+            examined=frozenset(mempool),
+            fallback=reason,
+        )
+
+    def _still_on_chain(self, client, blocks: Sequence[Sequence], tip: int) -> list | None:
+        """The stored blocks up to the newest one still on the chain (a reorg replaced the
+        ones after it); None when there are none or none is."""
+        kept = [[int(height), str(block_hash)] for height, block_hash in blocks]
+        while kept:
+            height, block_hash = kept[-1]
+            if height <= tip and self._block_hash(client, height) == block_hash:
+                return kept
+            kept.pop()
+        return None
+
+    def _mempool(self, client: httpx.Client) -> list[str]:
+        txids = self._get(client, "/mempool/txids")
+        if not isinstance(txids, list) or not all(
+            isinstance(txid, str) and _HASH.fullmatch(txid) for txid in txids
+        ):
+            raise ChainError(f"{self.network}: the mempool's txids are not a list of txids")
+        return txids
+
+    def _block_hash(self, client: httpx.Client, height: int) -> str:
+        text = get_text(
+            f"{self.base_url}/block-height/{height}",
+            timeout=self.timeout,
+            sleep=self.sleep,
+            client=client,
+        )
+        if not _HASH.fullmatch(text):
+            raise ChainError(f"{self.network}: block {height} has no hash: {text[:80]!r}")
+        return text
+
+    def _block_txs(self, client: httpx.Client, height: int, block_hash: str) -> list[dict]:
+        """The block's transactions, each with the block's status (pages carry none)."""
+        block = self._get(client, f"/block/{block_hash}")
+        if not isinstance(block, dict) or block.get("id") != block_hash:
+            raise ChainError(f"{self.network}: block {block_hash} answered another block")
+        count = json_int(block.get("tx_count"), f"{self.network}: tx_count", high=10**7)
+        status = {
+            "confirmed": True,
+            "block_height": height,
+            "block_hash": block_hash,
+            "block_time": block.get("timestamp"),
+        }
+        pages = each_concurrently(
+            lambda start: self._get(client, f"/block/{block_hash}/txs/{start}"),
+            list(range(0, count, BLOCK_PAGE_SIZE)),
+            workers=self.concurrency,
+        )
+        return [
+            {**tx, "status": status}
+            for page in pages
+            for tx in _tx_list(page, f"block {block_hash}")
+        ]
 
     def _get(self, client: httpx.Client, path: str) -> Any:
         return get_json(
@@ -137,6 +313,48 @@ class EsploraAdapter:
                 )
             )
         return credits
+
+
+class _Addresses:
+    """The watched addresses, to find the outputs of a transaction that pay one of them."""
+
+    def __init__(self, addresses):
+        self.by_key = {_address_key(address): address for address in addresses}
+
+    def paid_by(self, tx: dict) -> list[str]:
+        """Our addresses (as the targets spell them) that outputs of `tx` pay, once each."""
+        vout = tx.get("vout")
+        if not isinstance(vout, list):
+            return []  # _credits refuses it if it mattered: only ours are looked at
+        found = []
+        for output in vout:
+            paid_to = output.get("scriptpubkey_address") if isinstance(output, dict) else None
+            if isinstance(paid_to, str):
+                address = self.by_key.get(_address_key(paid_to))
+                if address is not None and address not in found:
+                    found.append(address)
+        return found
+
+
+def watched_among(targets: Sequence[WatchTarget]) -> Callable[[set[str]], list[str]]:
+    """A `watched` answer for scan_blocks from a fixed list of targets."""
+    by_key = {_address_key(target.address): target.address for target in targets}
+    return lambda keys: [address for key, address in by_key.items() if key in keys]
+
+
+def _output_keys(tx: dict) -> list[str]:
+    vout = tx.get("vout")
+    if not isinstance(vout, list):
+        return []
+    return [
+        _address_key(output["scriptpubkey_address"])
+        for output in vout
+        if isinstance(output, dict) and isinstance(output.get("scriptpubkey_address"), str)
+    ]
+
+
+def _address_key(address: str) -> str:
+    return address.lower() if address.lower().startswith(BECH32_PREFIXES) else address
 
 
 def _tx_list(body: Any, address: str) -> list[dict]:

@@ -1,8 +1,9 @@
 """Ether and ERC-20 tokens (USDT, USDC) through an Ethereum JSON-RPC node.
 
 Each scan covers a range of blocks, [first, last], up to the head:
-- tokens: `eth_getLogs` for Transfer(address,address,uint256) events whose `to` topic is one
-  of our addresses, with no contract filter, so a transfer from ANY contract is seen: a
+- tokens: one `eth_getLogs` per block range for Transfer(address,address,uint256) events
+  whose `to` topic is one of our addresses (up to ADDRESSES_PER_QUERY of them OR-ed in the
+  topic; more make more calls), with no contract filter, so a transfer from ANY contract is seen: a
   configured contract gives its asset, any other gives "TOKEN" (a look-alike "USDT" is
   recorded, never credited). Queried `block_range` blocks at a time; a node that refuses a
   range as too large (every provider words it differently) is asked half of it, down to one
@@ -49,7 +50,9 @@ logger = logging.getLogger(__name__)
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
 FIRST_SCAN_DEPTH = 50  # blocks below the head where a scan without a cursor starts
 RESCAN_DEPTH = 12  # blocks below the cursor scanned again each time (see the module doc)
-ADDRESSES_PER_QUERY = 100  # `to` topics OR-ed in one eth_getLogs (providers cap the params)
+# `to` topics OR-ed in one eth_getLogs: up to this many watched addresses cost one call per
+# block range; geth refuses more than 1 000 values in one topic position (maxSubTopics).
+ADDRESSES_PER_QUERY = 1000
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 # Words of the "range too large" refusals: geth/Infura -32005 "query returned more than 10000

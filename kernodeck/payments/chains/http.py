@@ -19,11 +19,18 @@ watcher's memory or stack.
 `timeout` bounds connecting and each read. Pass `client` (from new_client()) to reuse
 connections across the calls of one scan; without it each call opens and closes its own.
 Error messages name the host only: RPC URLs often carry an API key in the path or query.
+
+    each_concurrently(fetch, items, *, workers) -> list  (fetch(item) for each, in order)
+
+runs an adapter's per-address requests on at most `workers` threads sharing one client
+(httpx's client is thread-safe); the first failure is raised and what has not started yet
+is cancelled.
 """
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
@@ -56,6 +63,25 @@ class _Transient(Exception):
 def new_client() -> httpx.Client:
     """A client for several calls in a row; the caller closes it (`with new_client() as c:`)."""
     return httpx.Client(follow_redirects=False, headers={"User-Agent": USER_AGENT})
+
+
+def each_concurrently(fetch: Callable[[Any], Any], items: Sequence, *, workers: int) -> list:
+    """fetch(item) for every item, at most `workers` at a time, results in the items' order.
+
+    The first exception (in the items' order) is raised once the calls already running have
+    ended; the calls not started yet are cancelled."""
+    if workers <= 1 or len(items) <= 1:
+        return [fetch(item) for item in items]
+    with ThreadPoolExecutor(
+        max_workers=min(workers, len(items)), thread_name_prefix="chain-fetch"
+    ) as pool:
+        futures = [pool.submit(fetch, item) for item in items]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
 
 
 def get_json(

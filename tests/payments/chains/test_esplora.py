@@ -6,7 +6,7 @@ import pytest
 
 from kernodeck.payments.chains import esplora
 from kernodeck.payments.chains.base import ChainError, ObservedTransfer, WatchTarget
-from kernodeck.payments.chains.esplora import EsploraAdapter
+from kernodeck.payments.chains.esplora import EsploraAdapter, watched_among
 from tests.loopback import Reply, sample, sample_reply
 
 OURS = "bc1qrt80urnd7hww3x0tek59tc66ldn5ngjaze4afa"  # vout[1] of the address-txs sample
@@ -352,3 +352,146 @@ def test_a_refused_address_fails_at_once_with_the_servers_words(loopback, sleeps
     # A 400 says the request is wrong: asking again would get the same answer.
     assert [r.path for r in loopback.requests] == [TIP, txs_path("garbage")]
     assert sleeps == []
+
+
+def test_addresses_are_fetched_concurrently_up_to_the_limit(loopback, sleeps):
+    import threading
+    import time
+
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def slow_history(request):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.1)
+        with lock:
+            running[0] -= 1
+        address = request.path.split("/")[3]
+        return 200, {}, [tx(txid(int(address[-2:])), [(address, 1000)])]
+
+    addresses = [f"{OTHER[:-2]}{n:02d}" for n in range(12)]
+    loopback.route("GET", TIP, body="100", content_type="text/plain")
+    for address in addresses:
+        loopback.route("GET", txs_path(address), handler=slow_history)
+
+    began = time.monotonic()
+    result = adapter(loopback, sleeps, concurrency=4).scan([WatchTarget(a) for a in addresses])
+
+    assert most[0] == 4
+    assert time.monotonic() - began < 12 * 0.1
+    assert [t.address for t in result.transfers] == addresses  # in the targets' order
+
+
+def test_a_failing_address_fails_the_concurrent_scan(loopback, sleeps):
+    addresses = [f"{OTHER[:-2]}{n:02d}" for n in range(6)]
+    loopback.route("GET", TIP, body="100", content_type="text/plain")
+    for address in addresses:
+        loopback.route("GET", txs_path(address), json_body=[])
+    loopback.route("GET", txs_path(addresses[3]), status=400, body="Invalid Bitcoin address")
+
+    with pytest.raises(ChainError, match="Invalid Bitcoin address"):
+        adapter(loopback, sleeps, concurrency=3).scan([WatchTarget(a) for a in addresses])
+
+
+# -- block scanning ---------------------------------------------------------------------
+
+
+def block_hash(n: int) -> str:
+    return f"{n:064x}"
+
+
+def serve_blocks(loopback, tip: int, *, mempool=(), txs_of=None):
+    """Blocks up to `tip` whose hash is their height; block `h` holds txs_of(h)."""
+    txs_of = txs_of or (lambda height: [])
+    loopback.route("GET", "/api/mempool/txids", json_body=list(mempool))
+    loopback.route("GET", TIP, body=str(tip), content_type="text/plain")
+    for height in range(tip - 5, tip + 1):
+        loopback.route("GET", f"/api/block-height/{height}", body=block_hash(height))
+        txs = txs_of(height)
+        info = {"id": block_hash(height), "height": height, "timestamp": EPOCH + height}
+        loopback.route(
+            "GET", f"/api/block/{block_hash(height)}", json_body={**info, "tx_count": len(txs)}
+        )
+        for start in range(0, len(txs), 25):
+            loopback.route(
+                "GET",
+                f"/api/block/{block_hash(height)}/txs/{start}",
+                json_body=txs[start : start + 25],
+            )
+
+
+def test_block_scan_reads_each_new_block_page_by_page(loopback, sleeps):
+    strangers = [tx(txid(n), [(OTHER, 1000)]) for n in range(30)]
+    ours = tx(txid(99), [(OTHER, 5), (OURS.upper(), 70_000)])
+    serve_blocks(loopback, 102, txs_of=lambda h: [*strangers, ours] if h == 102 else [])
+
+    scan = adapter(loopback, sleeps).scan_blocks(
+        watched_among([WatchTarget(OURS)]), blocks=[[100, block_hash(100)]]
+    )
+
+    [transfer] = scan.transfers
+    assert (transfer.txid, transfer.index, transfer.address) == (txid(99), 1, OURS)
+    assert (transfer.block_height, transfer.confirmations) == (102, 1)
+    assert (scan.blocks, scan.rescanned_from, scan.fallback) == (
+        [[100, block_hash(100)], [101, block_hash(101)], [102, block_hash(102)]],
+        101,
+        "",
+    )
+    pages = [r.path for r in loopback.requests if "/txs/" in r.path]
+    assert sorted(pages) == [
+        f"/api/block/{block_hash(102)}/txs/0",
+        f"/api/block/{block_hash(102)}/txs/25",
+    ]
+
+
+def test_block_scan_walks_back_to_the_fork_after_a_reorg(loopback, sleeps):
+    serve_blocks(loopback, 103)
+    stored = [[100, block_hash(100)], [101, "ee" * 32], [102, "ff" * 32]]  # 101, 102 replaced
+
+    scan = adapter(loopback, sleeps).scan_blocks(watched_among([WatchTarget(OURS)]), blocks=stored)
+
+    assert scan.rescanned_from == 101
+    assert [height for height, _ in scan.blocks] == [100, 101, 102, 103]
+
+
+@pytest.mark.parametrize(
+    ("blocks", "mempool", "reason"),
+    [
+        ([], [], "no block scanned yet"),
+        ([[100, "ee" * 32]], [], "a reorg deeper than we keep"),
+        ([[100, block_hash(100)]], [txid(n) for n in range(5)], "5 new mempool txs"),
+    ],
+)
+def test_block_scan_falls_back_when_it_cannot_follow(loopback, sleeps, blocks, mempool, reason):
+    serve_blocks(loopback, 102, mempool=mempool)
+
+    scan = adapter(loopback, sleeps, mempool_budget=4).scan_blocks(
+        watched_among([WatchTarget(OURS)]), blocks=blocks
+    )
+
+    assert (scan.fallback, scan.blocks, scan.transfers) == (reason, [[102, block_hash(102)]], [])
+
+
+@pytest.mark.parametrize(
+    ("path", "reply"),
+    [
+        ("/api/mempool/txids", Reply(json_body={"txids": []})),
+        ("/api/mempool/txids", Reply(json_body=["<script>"])),
+        ("/api/block-height/101", Reply(body="not a hash")),
+        (f"/api/block/{block_hash(101)}", Reply(json_body={"id": block_hash(7), "tx_count": 0})),
+        (
+            f"/api/block/{block_hash(101)}",
+            Reply(json_body={"id": block_hash(101), "tx_count": -1}),
+        ),
+    ],
+)
+def test_block_scan_refuses_nonsense_as_a_chain_error(loopback, sleeps, path, reply):
+    serve_blocks(loopback, 101)
+    loopback.route("GET", path, reply)
+
+    with pytest.raises(ChainError):
+        adapter(loopback, sleeps).scan_blocks(
+            watched_among([WatchTarget(OURS)]), blocks=[[100, block_hash(100)]]
+        )

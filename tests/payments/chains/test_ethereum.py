@@ -460,14 +460,28 @@ def test_no_targets_reads_only_the_tip(loopback, sleeps, node):
     assert [method for method, _ in node.calls] == ["eth_blockNumber"]
 
 
-def test_groups_many_addresses_into_several_log_queries(loopback, sleeps, node):
-    targets = [WatchTarget(f"0x{n:040x}") for n in range(1, 151)]
-    node.add_log(109, txid(1), 0, to=targets[149].address)
+def test_a_thousand_addresses_cost_one_log_query_per_range(loopback, sleeps, node):
+    targets = [WatchTarget(f"0x{n:040x}") for n in range(1, 1001)]
+    node.add_log(109, txid(1), 0, to=targets[999].address)
+    node.add_log(110, txid(2), 3, to=targets[0].address)
+
+    result = adapter(loopback, sleeps, native_scan=False).scan(targets, cursor=109)
+
+    paid = sorted(t.address for t in result.transfers)
+    assert paid == [targets[0].address, targets[999].address]
+    [[query]] = node.calls_of("eth_getLogs")
+    assert (query["fromBlock"], query["toBlock"]) == (hex(109 - 12), hex(110))
+    assert query["topics"][2] == [topic(t.address) for t in targets]
+
+
+def test_groups_more_addresses_into_several_log_queries(loopback, sleeps, node):
+    targets = [WatchTarget(f"0x{n:040x}") for n in range(1, 1151)]
+    node.add_log(109, txid(1), 0, to=targets[1149].address)
 
     result = adapter(loopback, sleeps, native_scan=False).scan(targets, cursor=110)
 
-    assert [t.address for t in result.transfers] == [targets[149].address]
-    assert [len(q["topics"][2]) for [q] in node.calls_of("eth_getLogs")] == [100, 50]
+    assert [t.address for t in result.transfers] == [targets[1149].address]
+    assert [len(q["topics"][2]) for [q] in node.calls_of("eth_getLogs")] == [1000, 150]
 
 
 def test_a_json_rpc_error_is_a_chain_error(loopback, sleeps):

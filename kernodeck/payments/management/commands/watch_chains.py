@@ -4,8 +4,9 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections, connection
+from huey.exceptions import TaskLockedException
 
-from kernodeck.payments import watching
+from kernodeck.payments import tasks, watching
 from kernodeck.payments.chains.adapters import NETWORKS, api_url_shown
 
 logger = logging.getLogger(__name__)
@@ -25,7 +26,12 @@ class Command(BaseCommand):
             self.stdout.write(f"{network}: {api_url_shown(network) or 'no chain API configured'}")
         while True:
             try:
-                reports = watching.watch_all()
+                # The queue's lock: never a pass beside the workers' (or another command's).
+                with tasks.WATCH_LOCK:
+                    reports = watching.watch_all()
+            except TaskLockedException:
+                self.stdout.write("skipped: another watcher pass is running")
+                reports = []
             except Exception:
                 # watch_all contains each network's failures; what still escapes (the
                 # database gone, say) must not stop a long-running watcher for good.

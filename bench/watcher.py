@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""The chain watcher's benchmark: one Bitcoin pass over N open payment instructions.
+
+    python3 bench/watcher.py [--intents 1000 10000 20000] [--modes address block] [--repeat 3]
+
+Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres) and uses ./.venv (run
+`python3 dev.py test --version` once to create it). It creates a scratch database
+`kernodeck_bench_watcher` (and empties Redis db 13), starts a loopback Esplora server in its
+own process (`--serve-esplora`: every address idle, blocks of BLOCK_TXS transactions paying
+strangers, HTTP/1.1 keep-alive like a real API behind a proxy), then for each mode and each N
+bulk-creates open BTC instructions up to N in one child process, then in another mines one
+block and times a `watching.watch_network("bitcoin")` pass, `--repeat` times (the median
+is shown; in block mode, after the pass that polls the new intents once). It prints a markdown
+table per mode: open intents, pass seconds, HTTP requests, SQL statements, peak RSS of the pass's
+process (MiB: Django, the intents loaded, the answers), and how much the pass grows when the
+open intents double. Modes: `address` polls each address (KERNODECK_WATCH_BLOCK_SCAN=off),
+`block` scans the new block against the watched addresses (the default). Every figure is
+from this run on this machine.
+
+`report(argv) -> str` runs the same and returns the text (for bench/run.py).
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = ROOT / ".venv" / "bin" / "python"
+DATABASE = "kernodeck_bench_watcher"
+REDIS_DB = "13"
+BLOCK_TXS = 500  # transactions in each mined block, none of them ours (20 pages of 25)
+FIRST_HEIGHT = 800_000
+CHILD_TIMEOUT = 300  # seconds for one N (creation and the timed pass)
+
+
+# -- the loopback Esplora server (its own process: it must not share the watcher's GIL) ----
+
+
+class _Chain:
+    """Blocks of strangers' transactions; every address has an empty history."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.height = FIRST_HEIGHT
+        self.requests = 0
+
+    def block_hash(self, height: int) -> str:
+        return f"{height:064x}"
+
+    def tx(self, height: int, index: int) -> dict:
+        return {
+            "txid": f"{height:032x}{index:032x}",
+            "version": 2,
+            "locktime": 0,
+            "vin": [],
+            "vout": [{"scriptpubkey_address": f"bc1qstranger{index:030d}", "value": 10_000}],
+        }
+
+    def answer(self, path: str):
+        with self.lock:
+            self.requests += 1
+            height = self.height
+        if path == "/_count":
+            return 200, {"requests": self.requests, "height": height}
+        if path == "/_mine":
+            with self.lock:
+                self.height += 1
+            return 200, {"height": self.height}
+        if path == "/blocks/tip/height":
+            return 200, str(height)
+        if path == "/blocks/tip/hash":
+            return 200, self.block_hash(height)
+        if path == "/mempool/txids":
+            return 200, []
+        if match := re.fullmatch(r"/block-height/(\d+)", path):
+            wanted = int(match[1])
+            return (200, self.block_hash(wanted)) if wanted <= height else (404, "not found")
+        if match := re.fullmatch(r"/block/([0-9a-f]{64})(/txs/(\d+))?", path):
+            number = int(match[1], 16)
+            if number > height:
+                return 404, "Block not found"
+            if match[2] is None:
+                return 200, {
+                    "id": match[1],
+                    "height": number,
+                    "timestamp": int(time.time()) - (height - number) * 600,
+                    "tx_count": BLOCK_TXS,
+                }
+            start = int(match[3])
+            return 200, [self.tx(number, i) for i in range(start, min(start + 25, BLOCK_TXS))]
+        if re.fullmatch(r"/address/[0-9a-z]+/txs", path):
+            return 200, []
+        return 404, f"no route for {path}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: one connection per client thread
+    disable_nagle_algorithm = True  # headers and body leave at once, no 40 ms ACK wait
+    chain: _Chain
+
+    def do_GET(self):
+        status, body = self.chain.answer(self.path)
+        data = (body if isinstance(body, str) else json.dumps(body)).encode()
+        kind = "text/plain" if isinstance(body, str) else "application/json"
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format, *args):
+        pass
+
+
+def serve_esplora(port_file: str) -> None:
+    _Handler.chain = _Chain()
+    ThreadingHTTPServer.daemon_threads = True
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    Path(port_file).write_text(str(server.server_address[1]))
+    server.serve_forever()
+
+
+# -- one child process per N: create, mine, time one pass ------------------------------------
+
+
+def child_create(intents: int) -> None:
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.db import connection
+
+    from kernodeck.payments import watching
+
+    _bulk_create_intents(intents)
+    with connection.cursor() as cursor:
+        # Statistics, as autovacuum keeps them in a real database (a bulk insert outruns it).
+        cursor.execute("ANALYZE payments_paymentintent")
+    if settings.KERNODECK_WATCH_BLOCK_SCAN:
+        # New intents are polled once by the next pass (a mempool transaction may have
+        # been read before they existed): that pass is not the steady state measured.
+        watching.watch_network("bitcoin")
+
+
+def child_pass(intents: int, esplora_url: str, repeat: int) -> None:
+    """Mine a block and time a pass, `repeat` times; the median pass is reported (a process
+    of its own: its peak RSS is the passes')."""
+    import django
+
+    django.setup()
+    import httpx
+    from django.db import connection
+
+    from kernodeck.payments import watching
+
+    statements = []
+
+    def count(execute, sql, params, many, context):
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    runs = []
+    for _ in range(repeat):
+        httpx.get(f"{esplora_url}/_mine")
+        before = httpx.get(f"{esplora_url}/_count").json()["requests"]
+        statements.clear()
+        with connection.execute_wrapper(count):
+            began = time.perf_counter()
+            report = watching.watch_network("bitcoin")
+            seconds = time.perf_counter() - began
+        after = httpx.get(f"{esplora_url}/_count").json()["requests"]
+        assert "error" not in report, report
+        assert report.get("watched", intents) == intents, report
+        assert report.get("mode", "blocks") == "blocks", report
+        runs.append((seconds, after - before - 1, len(statements)))  # less the /_count call
+    seconds, http, sql = sorted(runs)[len(runs) // 2]  # the median pass
+    print(
+        json.dumps(
+            {
+                "intents": intents,
+                "seconds": seconds,
+                "all_seconds": [run[0] for run in runs],
+                "http": http,
+                "sql": sql,
+                "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "report": report,
+            }
+        )
+    )
+
+
+def _bulk_create_intents(wanted: int) -> None:
+    """Open BTC top-up instructions up to `wanted`, made in bulk (the services would take
+    minutes for 20 000, and the pass is what is measured)."""
+    from datetime import timedelta
+    from decimal import Decimal
+
+    from kernodeck.accounts.models import User
+    from kernodeck.core import clock
+    from kernodeck.ledger.models import TopUp
+    from kernodeck.payments.models import PaymentIntent, PaymentMethod
+    from kernodeck.payments.services import payment_methods_ensure
+
+    payment_methods_ensure()
+    have = PaymentIntent.objects.count()
+    if have >= wanted:
+        return
+    owner = User.objects.filter(email="watcher-bench@kernodeck.test").first()
+    if owner is None:
+        owner = User.objects.create_user("watcher-bench@kernodeck.test", None)
+    method = PaymentMethod.objects.get(code="btc-bitcoin")
+    now = clock.now()
+    for start in range(have, wanted, 2000):
+        numbers = range(start, min(start + 2000, wanted))
+        topups = TopUp.objects.bulk_create(
+            TopUp(account=owner, amount_usd=Decimal(100), created_at=now) for _ in numbers
+        )
+        PaymentIntent.objects.bulk_create(
+            PaymentIntent(
+                purpose="topup",
+                topup=topup,
+                owner=owner,
+                method=method,
+                chain="bitcoin",
+                address=f"bc1qbench{n:030d}",
+                wallet_fingerprint="bench",
+                derivation_index=n,
+                amount_base=Decimal(103_093 + n),
+                amount_usd=Decimal(100),
+                rate_usd_per_coin=Decimal(97_000),
+                rate_source="bench",
+                rate_fetched_at=now,
+                uri=f"bitcoin:bc1qbench{n:030d}",
+                created_at=now,
+                expires_at=now + timedelta(minutes=30),
+                monitor_until=now + timedelta(days=1),
+            )
+            for n, topup in zip(numbers, topups, strict=True)
+        )
+
+
+# -- the parent: database, server, one child per mode and N, the table -----------------------
+
+
+def environment(esplora_url: str, mode: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNODECK_")}
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "PYTHONPATH": str(ROOT),
+            "KERNODECK_SECRET_KEY": "bench-" + "k" * 60,
+            "KERNODECK_DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{DATABASE}",
+            "KERNODECK_REDIS_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
+            "KERNODECK_VAR_DIR": tempfile.mkdtemp(prefix="kernodeck-bench-watcher-"),
+            "KERNODECK_LOG_LEVEL": "WARNING",
+            "KERNODECK_BITCOIN_ESPLORA_URL": esplora_url,
+            "KERNODECK_LITECOIN_ESPLORA_URL": "",
+            "KERNODECK_ETHEREUM_RPC_URL": "",
+            "KERNODECK_TRON_API_URL": "",
+            "KERNODECK_SOLANA_RPC_URL": "",
+            "KERNODECK_WATCH_BLOCK_SCAN": "on" if mode == "block" else "off",
+        }
+    )
+    return env
+
+
+def prepare_database(env: dict[str, str]) -> None:
+    psql = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc"]
+    subprocess.run([*psql, f"DROP DATABASE IF EXISTS {DATABASE}"], env=env, check=True)
+    subprocess.run([*psql, f"CREATE DATABASE {DATABASE}"], env=env, check=True)
+    subprocess.run(
+        ["redis-cli", "-n", REDIS_DB, "FLUSHDB"], env=env, check=True, stdout=subprocess.DEVNULL
+    )
+    subprocess.run(
+        [str(PYTHON), "-m", "kernodeck", "migrate", "-v", "0"], env=env, cwd=ROOT, check=True
+    )
+
+
+def run_child(env: dict[str, str], *args: str) -> dict | None:
+    out = subprocess.run(
+        [str(PYTHON), __file__, *args],
+        env=env,
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=CHILD_TIMEOUT,
+    )
+    lines = out.stdout.strip().splitlines()
+    return json.loads(lines[-1]) if lines else None
+
+
+def measure(env: dict[str, str], intents: int, esplora_url: str, repeat: int = 1) -> dict:
+    run_child(env, "--create", str(intents))
+    return run_child(env, "--pass", str(intents), esplora_url, str(repeat))
+
+
+def start_esplora() -> tuple[subprocess.Popen, str]:
+    port_file = Path(tempfile.mkdtemp(prefix="kernodeck-esplora-")) / "port"
+    server = subprocess.Popen([str(PYTHON), __file__, "--serve-esplora", str(port_file)])
+    for _ in range(100):
+        if port_file.exists() and port_file.read_text():
+            return server, f"http://127.0.0.1:{port_file.read_text()}"
+        time.sleep(0.05)
+    server.kill()
+    raise RuntimeError("the loopback Esplora server did not start")
+
+
+def table(mode: str, rows: list[dict]) -> str:
+    lines = [
+        f"mode: {mode}",
+        "| open intents | pass s (median) | HTTP requests | SQL statements | peak RSS MiB |",
+        "|-------------:|----------------:|--------------:|---------------:|-------------:|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['intents']:>12,} | {row['seconds']:>15.3f} | {row['http']:>13,} "
+            f"| {row['sql']:>14,} | {row['rss_mib']:>12.0f} |"
+        )
+    by_n = {row["intents"]: row["seconds"] for row in rows}
+    doublings = [
+        f"{n:,} -> {2 * n:,}: {100 * (by_n[2 * n] / by_n[n] - 1):+.0f} %"
+        for n in sorted(by_n)
+        if 2 * n in by_n and by_n[n] > 0
+    ]
+    if doublings:
+        lines.append("doubling the open intents adds: " + "; ".join(doublings))
+    return "\n".join(lines)
+
+
+def report(argv: list[str]) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--intents", type=int, nargs="+", default=[1000, 10000, 20000])
+    parser.add_argument("--repeat", type=int, default=3, help="timed passes per N (median)")
+    parser.add_argument(
+        "--modes", nargs="+", choices=["address", "block"], default=["address", "block"]
+    )
+    args = parser.parse_args(argv)
+    server, url = start_esplora()
+    try:
+        sections = [f"machine: {os.cpu_count()} cores; loopback Esplora in its own process"]
+        for mode in args.modes:
+            env = environment(url, mode)
+            prepare_database(env)
+            measure(env, 0, url)  # the first pass: the chain's state row, the block cursor
+            rows = [measure(env, n, url, args.repeat) for n in sorted(args.intents)]
+            sections.append(table(mode, rows))
+        return "\n\n".join(sections)
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--serve-esplora":
+        serve_esplora(sys.argv[2])
+    elif len(sys.argv) > 1 and sys.argv[1] == "--create":
+        child_create(int(sys.argv[2]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--pass":
+        child_pass(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+    else:
+        print(report(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Watcher passes never overlap: a pass that starts while another runs is skipped."""
+
+import threading
+import time
+
+import pytest
+
+from kernodeck.payments import tasks, watching
+
+
+@pytest.fixture
+def slow_pass(monkeypatch):
+    """watch_all and watch_network_isolated that wait for `release`, counting their runs."""
+    state = {"calls": [], "started": threading.Event(), "release": threading.Event()}
+
+    def run(*args):
+        state["calls"].append(args)
+        state["started"].set()
+        assert state["release"].wait(10)
+        return []
+
+    monkeypatch.setattr(watching, "watch_all", run)
+    monkeypatch.setattr(watching, "watch_network_isolated", run)
+    yield state
+    state["release"].set()
+
+
+def test_a_pass_started_while_another_runs_is_skipped_not_queued(slow_pass):
+    first = threading.Thread(target=tasks.watch_chains.call_local)
+    first.start()
+    assert slow_pass["started"].wait(5)
+
+    began = time.monotonic()
+    tasks.watch_chains.call_local()  # the next tick's pass
+    tasks.watch_network.call_local("bitcoin")  # an early pass after "I have paid"
+    assert time.monotonic() - began < 1  # skipped at once, not blocked
+
+    slow_pass["release"].set()
+    first.join(5)
+    assert slow_pass["calls"] == [()]  # ran once
+
+    tasks.watch_chains.call_local()  # the lock was released
+    assert slow_pass["calls"] == [(), ()]
+
+
+def test_a_pass_that_fails_releases_the_lock(monkeypatch):
+    def broken():
+        raise ConnectionError("database restarting")
+
+    monkeypatch.setattr(watching, "watch_all", broken)
+    with pytest.raises(ConnectionError):
+        tasks.watch_chains.call_local()
+    assert not tasks.WATCH_LOCK.is_locked()
+
+
+@pytest.mark.django_db
+def test_the_watch_command_skips_a_pass_while_a_worker_runs_one(monkeypatch):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    calls = []
+    monkeypatch.setattr(watching, "watch_all", lambda: calls.append(1) or [])
+    out = StringIO()
+    with tasks.WATCH_LOCK:
+        call_command("watch_chains", "--once", stdout=out)
+
+    assert calls == []
+    assert "skipped: another watcher pass is running" in out.getvalue()
