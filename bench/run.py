@@ -2,6 +2,7 @@
 """Kernodeck's benchmark: the production server under load, side by side with a trivial view.
 
     python3 bench/run.py [--duration 10] [--connections 16] [--orders 100]
+                         [--skip-watcher] [--skip-growth] [--growth-scale 1.0]
 
 Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres), Redis on 127.0.0.1:6379 and
 Debian's `wrk`; uses ./.venv (run `python3 dev.py test --version` once to create it). It
@@ -12,7 +13,11 @@ endpoint, and each ratio taken against the two loads around it, because the load
 shared machine drifts within a run), then memory per web process.
 The last row creates payment instructions (`POST /api/v1/orders/{reference}/payments`,
 BTC) with 8 clients, each request for a fresh order pre-created by the seed.
-Every figure is from this run on this machine; nothing is remembered between runs.
+Then it runs the two other benchmarks and prints their tables: the chain watcher over
+1 000, 10 000 and 20 000 open intents against a loopback Esplora (bench/watcher.py) and the
+pages on a grown database (bench/growth.py: 100 000 orders, 200 000 intents, 1 000 000
+transfers); each can be skipped or run alone. Every figure is from this run on this machine;
+nothing is remembered between runs.
 """
 
 import argparse
@@ -209,6 +214,11 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--orders", type=int, default=100, help="orders of the bench customer")
     parser.add_argument("--workers", type=int, default=None, help="web workers (default: serve's)")
+    parser.add_argument("--skip-watcher", action="store_true", help="leave out bench/watcher.py")
+    parser.add_argument("--skip-growth", action="store_true", help="leave out bench/growth.py")
+    parser.add_argument(
+        "--growth-scale", default="1.0", help="bench/growth.py's --scale (1.0: the full sizes)"
+    )
     parser.add_argument(
         "--pay-clients", type=int, default=8, help="connections creating payment instructions"
     )
@@ -331,7 +341,22 @@ def main() -> int:
         f"the row (trivial view, in order: {', '.join(f'{rps:.0f}' for rps in baselines)})"
     )
     print(f"memory (RSS, MiB): master {memory[0]}, workers {', '.join(map(str, memory[1:]))}")
+    others(options)
     return 0
+
+
+def others(options) -> None:
+    """The watcher's and the growth benchmarks, each in its own scratch database."""
+    sys.path.insert(0, str(ROOT))
+    from bench import growth, watcher
+
+    if not options.skip_watcher:
+        print("\nrunning bench/watcher.py …", flush=True)
+        print("\n## Watcher\n\n" + watcher.report([]), flush=True)
+    if not options.skip_growth:
+        print("\nrunning bench/growth.py …", flush=True)
+        table = growth.report(["--scale", options.growth_scale])
+        print("\n## Growth\n\n" + table, flush=True)
 
 
 if __name__ == "__main__":
