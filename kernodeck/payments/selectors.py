@@ -144,6 +144,25 @@ def intents_prefetch(*, to_attr: str | None = None) -> Prefetch:
     )
 
 
+def intents_by_order(orders) -> dict[int, list[PaymentIntent]]:
+    """The instructions of each order of a list, newest first, with their method, by
+    order id: one query, and each intent's `.order` is its order from the list (reading it
+    costs no query). Lighter than `intents_prefetch()` where only the lists are needed."""
+    by_id = {order.pk: order for order in orders}
+    grouped = {order_id: [] for order_id in by_id}
+    if not by_id:
+        return grouped
+    intents = (
+        PaymentIntent.objects.filter(order_id__in=by_id)
+        .select_related("method")
+        .order_by("-created_at")
+    )
+    for intent in intents:
+        intent.order = by_id[intent.order_id]
+        grouped[intent.order_id].append(intent)
+    return grouped
+
+
 def intents_loaded(parent) -> list[PaymentIntent]:
     """The instructions of an order or top-up, newest first: the prefetched ones when the
     list was read with `intents_prefetch()`, otherwise one query."""
