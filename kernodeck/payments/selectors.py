@@ -80,13 +80,14 @@ def intent_is_live(intent: PaymentIntent) -> bool:
     )
 
 
-def intents_watched_count(**parent) -> int:
-    """How many instructions of one order (`order=`) or top-up (`topup=`) are still watched.
+def intents_watched(intents) -> int:
+    """How many of `intents` (the instructions of one order or top-up) are still watched.
 
     Abandoned and expired instructions stay watched until `monitor_until`, and each one
     costs the watchers chain-API calls, so their number is capped per order and top-up.
     """
-    return PaymentIntent.objects.filter(**parent, monitor_until__gt=clock.now()).count()
+    now = clock.now()
+    return sum(1 for intent in intents if intent.monitor_until > now)
 
 
 def order_payment_seen(*, order) -> PaymentIntent | None:
