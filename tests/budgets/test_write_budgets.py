@@ -27,7 +27,8 @@ def warm(api, settings):
     payment_methods_ensure()
     offer = make_offer(units_total=10)
     first = make_order(owner=api.user, offer=offer)
-    assert api_post(api, f"/orders/{first.reference}/payments", {"method": "btc-bitcoin"})
+    response = api_post(api, f"/orders/{first.reference}/payments", {"method": "btc-bitcoin"})
+    assert response.status_code == 201
     return offer
 
 
