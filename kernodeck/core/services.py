@@ -5,6 +5,37 @@ from kernodeck.core.models import AuditEvent
 from kernodeck.core.requests import valid_ip
 
 
+def audit_event(
+    *,
+    action: str,
+    target: models.Model | None = None,
+    target_type: str = "",
+    target_id: str = "",
+    actor=None,
+    before: dict | None = None,
+    after: dict | None = None,
+    data: dict | None = None,
+    ip_address: str | None = None,
+) -> AuditEvent:
+    """An audit event, not saved yet: `audit_record` writes one, `audit_record_all` several."""
+    if target is not None:
+        target_type = target._meta.label_lower
+        target_id = str(target.pk)
+    if actor is not None and not getattr(actor, "is_authenticated", False):
+        actor = None
+    return AuditEvent(
+        created_at=clock.now(),
+        actor=actor,
+        action=action,
+        target_type=target_type,
+        target_id=target_id,
+        before=before or {},
+        after=after or {},
+        data=data or {},
+        ip_address=valid_ip(ip_address),
+    )
+
+
 def audit_record(
     *,
     action: str,
@@ -18,19 +49,21 @@ def audit_record(
     ip_address: str | None = None,
 ) -> AuditEvent:
     """Write one audit event. Call it inside the transaction of the change it records."""
-    if target is not None:
-        target_type = target._meta.label_lower
-        target_id = str(target.pk)
-    if actor is not None and not getattr(actor, "is_authenticated", False):
-        actor = None
-    return AuditEvent.objects.create(
-        created_at=clock.now(),
-        actor=actor,
+    event = audit_event(
         action=action,
+        target=target,
         target_type=target_type,
         target_id=target_id,
-        before=before or {},
-        after=after or {},
-        data=data or {},
-        ip_address=valid_ip(ip_address),
+        actor=actor,
+        before=before,
+        after=after,
+        data=data,
+        ip_address=ip_address,
     )
+    event.save(force_insert=True)
+    return event
+
+
+def audit_record_all(events: list[AuditEvent]) -> list[AuditEvent]:
+    """Write several events of one change (from `audit_event`) in one INSERT, in order."""
+    return AuditEvent.objects.bulk_create(events)

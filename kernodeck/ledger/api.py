@@ -10,7 +10,7 @@ from kernodeck.core.money import usd_str
 from kernodeck.ledger import selectors, services
 from kernodeck.ledger.models import TOPUP_AMOUNTS
 from kernodeck.orders import selectors as order_selectors
-from kernodeck.orders.api import OrderOut
+from kernodeck.orders.api import OrderOut, order_detail_out
 from kernodeck.payments import selectors as payment_selectors
 from kernodeck.payments.api import IntentOut, intent_out
 from kernodeck.payments.methods import METHODS
@@ -117,4 +117,4 @@ def pay_with_balance(request, reference: str, payload: PayWithBalanceIn | None =
                 "needed_usd": usd_str(exc.needed),
             },
         )
-    return order
+    return order_detail_out(order)

@@ -127,15 +127,18 @@ def topup_create(*, account, amount_usd, method_code: str):
     from kernodeck.payments import services as payment_services
 
     amount = _parse_topup_amount(amount_usd)
-    payment_services.instructions_throttle_check(account)
-    payment_services.instructions_prepare(method_code)  # refusals before anything is written
-    topup, intent = _topup_create(account=account, amount=amount, method_code=method_code)
-    payment_services.instructions_throttle_hit(account)
+    payment_services.instructions_throttle_check(account.pk)
+    # Refusals, and any rate fetch, before anything is written; read once.
+    prepared = payment_services.instructions_prepare(method_code)
+    topup, intent = _topup_create(
+        account=account, amount=amount, method_code=method_code, prepared=prepared
+    )
+    payment_services.instructions_throttle_hit(account.pk)
     return topup, intent
 
 
 @retry_lost_races
-def _topup_create(*, account, amount: Decimal, method_code: str):
+def _topup_create(*, account, amount: Decimal, method_code: str, prepared):
     from kernodeck.payments import services as payment_services
     from kernodeck.payments.models import Purpose
 
@@ -164,6 +167,7 @@ def _topup_create(*, account, amount: Decimal, method_code: str):
             purpose=Purpose.TOPUP,
             topup=topup,
             actor=account,
+            prepared=prepared,
         )
     return topup, intent
 
@@ -172,15 +176,18 @@ def topup_new_instructions(*, topup: TopUp, method_code: str, actor):
     """New instructions (a new address) for a top-up whose earlier ones are no longer live."""
     from kernodeck.payments import services as payment_services
 
-    payment_services.instructions_throttle_check(topup.account)
-    payment_services.instructions_prepare(method_code)  # refusals and rates before the lock
-    intent = _topup_new_instructions(topup=topup, method_code=method_code, actor=actor)
-    payment_services.instructions_throttle_hit(topup.account)
+    payment_services.instructions_throttle_check(topup.account_id)
+    # Refusals and any rate fetch before the lock; read once.
+    prepared = payment_services.instructions_prepare(method_code)
+    intent = _topup_new_instructions(
+        topup=topup, method_code=method_code, actor=actor, prepared=prepared
+    )
+    payment_services.instructions_throttle_hit(topup.account_id)
     return intent
 
 
 @retry_lost_races
-def _topup_new_instructions(*, topup: TopUp, method_code: str, actor):
+def _topup_new_instructions(*, topup: TopUp, method_code: str, actor, prepared):
     from kernodeck.payments import locks as payment_locks
     from kernodeck.payments import selectors as payment_selectors
     from kernodeck.payments import services as payment_services
@@ -190,13 +197,14 @@ def _topup_new_instructions(*, topup: TopUp, method_code: str, actor):
         topup = payment_locks.lock_topup(topup.pk)  # account, then top-up
         if topup.status != TopUpStatus.AWAITING_PAYMENT:
             raise Conflict(_("This top-up is already credited."))
-        live = payment_selectors.live_intent(topup.intents.all())
+        intents = list(topup.intents.all())
+        live = payment_selectors.live_intent(intents)
         if live is not None:
             raise Conflict(
                 _("This top-up already has payment instructions valid until %(until)s UTC.")
                 % {"until": live.expires_at.strftime("%Y-%m-%d %H:%M")}
             )
-        payment_services.instructions_check_watched_cap(topup=topup)
+        payment_services.instructions_check_watched_cap(intents)
         return payment_services.payment_intent_create(
             owner=topup.account,
             method_code=method_code,
@@ -204,6 +212,7 @@ def _topup_new_instructions(*, topup: TopUp, method_code: str, actor):
             purpose=Purpose.TOPUP,
             topup=topup,
             actor=actor,
+            prepared=prepared,
         )
 
 

@@ -1,12 +1,15 @@
 """Order endpoints. Every lookup is scoped to the token's account: others' orders are 404."""
 
+import json
 from datetime import datetime
 
-from ninja import Router, Schema, Status
-from ninja.pagination import paginate
+from django.http import HttpResponse
+from ninja import Query, Router, Schema, Status
+from ninja.responses import NinjaJSONEncoder
 
 from kernodeck.catalog.api import QuoteIn
 from kernodeck.core.money import usd_str
+from kernodeck.core.pagination import BoundedLimitOffsetPagination
 from kernodeck.orders import selectors, services
 from kernodeck.payments import selectors as payment_selectors
 from kernodeck.payments.api import intent_out
@@ -34,69 +37,100 @@ class OrderOut(Schema):
     access: dict | None
     payments: list[dict]
 
-    @staticmethod
-    def resolve_offer(obj):
-        return obj.offer_slug
 
-    @staticmethod
-    def resolve_unit_price_usd(obj):
-        return usd_str(obj.unit_price_usd)
+class PagedOrderOut(Schema):
+    items: list[OrderOut]
+    count: int
 
-    @staticmethod
-    def resolve_total_usd(obj):
-        return usd_str(obj.total_usd)
 
-    @staticmethod
-    def resolve_rental_reason(obj):
-        """Why a rental failed or is suspended, as the order file says; else empty."""
-        return provisioning_selectors.rental_overview_reason(order=obj)
+def access_out(access) -> dict | None:
+    """{host, port, user, ssh_command, url, token} for the owner while active."""
+    if access is None:
+        return None
+    return {
+        "host": access.host,
+        "port": access.port,
+        "user": access.user,
+        "ssh_command": access.ssh_command,
+        "url": access.url or None,
+        "token": access.token or None,
+    }
 
-    @staticmethod
-    def resolve_access(obj):
-        """{host, port, user, ssh_command, url, token} for the owner while active."""
-        access = provisioning_selectors.access_for_owner(order=obj)
-        if access is None:
-            return None
-        return {
-            "host": access.host,
-            "port": access.port,
-            "user": access.user,
-            "ssh_command": access.ssh_command,
-            "url": access.url or None,
-            "token": access.token or None,
-        }
 
-    @staticmethod
-    def resolve_payments(obj):
-        return [intent_out(intent) for intent in payment_selectors.intents_loaded(obj)]
+def order_out(order, *, access, intents) -> dict:
+    """An order as OrderOut, given its owner's access (`access_for_owner`) and its payment
+    instructions, newest first."""
+    return {
+        "reference": order.reference,
+        "offer": order.offer_slug,
+        "days": order.days,
+        "units": order.units,
+        "gpus": order.gpus,
+        "preparation": order.preparation,
+        "unit_price_usd": usd_str(order.unit_price_usd),
+        "total_usd": usd_str(order.total_usd),
+        "payment_state": order.payment_state,
+        "rental_state": order.rental_state,
+        "starts_at": order.starts_at,
+        "ends_at": order.ends_at,
+        "created_at": order.created_at,
+        "hold_until": order.hold_until,
+        # Why a rental failed or is suspended, as the order file says; else empty.
+        "rental_reason": provisioning_selectors.rental_overview_reason(order=order),
+        "access": access_out(access),
+        "payments": [intent_out(intent) for intent in intents],
+    }
+
+
+def order_detail_out(order) -> dict:
+    """One order as OrderOut: its access and instructions read for it (the instructions
+    prefetched when it was read `with_payments`, else one query)."""
+    return order_out(
+        order,
+        access=provisioning_selectors.access_for_owner(order=order),
+        intents=payment_selectors.intents_loaded(order),
+    )
 
 
 @router.post("/orders", response={201: OrderOut})
 def order_create(request, payload: QuoteIn):
     """Register an order for a configuration; its units are held while it awaits payment."""
     order = services.order_register(owner=request.auth, **payload.dict())
-    return Status(201, order)
+    return Status(201, order_detail_out(order))
 
 
-@router.get("/orders", response=list[OrderOut])
-@paginate
-def order_list(request):
+@router.get("/orders", response=PagedOrderOut)
+def order_list(request, page: Query[BoundedLimitOffsetPagination.Input]):
     """Your orders, newest first (`limit`, `offset`)."""
-    return selectors.orders_with_payments_for(owner=request.auth)
+    orders, count = selectors.orders_page_for(
+        owner=request.auth, offset=page.offset, limit=page.limit
+    )
+    access = provisioning_selectors.access_for_owner_by_order(orders)
+    intents = payment_selectors.intents_by_order(orders)
+    body = {
+        "items": [
+            order_out(order, access=access[order.pk], intents=intents[order.pk])
+            for order in orders
+        ],
+        "count": count,
+    }
+    # Built as PagedOrderOut renders it, without validating every order of every page
+    # again (tests/api/test_api_order_list.py checks both give the same bytes).
+    return HttpResponse(
+        json.dumps(body, cls=NinjaJSONEncoder), content_type="application/json; charset=utf-8"
+    )
 
 
 @router.get("/orders/{reference}", response=OrderOut)
 def order_detail(request, reference: str):
-    return selectors.order_get_for_owner(
-        owner=request.auth, reference=reference, with_payments=True
+    return order_detail_out(
+        selectors.order_get_for_owner(owner=request.auth, reference=reference, with_payments=True)
     )
 
 
 @router.get("/orders/{reference}/calendar.ics", response={200: None})
 def order_calendar(request, reference: str):
     """The rental period as an iCalendar event (add it to your calendar)."""
-    from django.http import HttpResponse
-
     order = selectors.order_get_for_owner(owner=request.auth, reference=reference)
     body = provisioning_selectors.rental_calendar(order=order)
     response = HttpResponse(body, content_type="text/calendar; charset=utf-8")
@@ -108,4 +142,4 @@ def order_calendar(request, reference: str):
 def order_cancel(request, reference: str):
     """Cancel an unsettled order (409 once it is settled)."""
     order = selectors.order_get_for_owner(owner=request.auth, reference=reference)
-    return services.order_cancel(order=order, actor=request.auth)
+    return order_detail_out(services.order_cancel(order=order, actor=request.auth))

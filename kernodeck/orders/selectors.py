@@ -73,20 +73,25 @@ def orders_for(*, owner):
     return Order.objects.filter(owner=owner).order_by("-created_at", "-id")
 
 
-def orders_with_payments_for(*, owner):
-    """The owner's orders with all their payment instructions (and methods) loaded in one
-    more query per page, not one per order: the API lists each order's payments."""
-    return orders_for(owner=owner).prefetch_related(payment_selectors.intents_prefetch())
+def orders_page_for(*, owner, offset: int, limit: int) -> tuple[list[Order], int]:
+    """One page of the owner's orders, newest first, and how many orders they have."""
+    orders = orders_for(owner=owner)
+    return list(orders[offset : offset + limit]), orders.count()
 
 
-def order_get_for_owner(*, owner, reference: str, with_payments: bool = False) -> Order:
+def order_get_for_owner(
+    *, owner, reference: str, with_payments: bool = False, with_offer: bool = True
+) -> Order:
     """The owner's order, or NotFound — also when the order belongs to someone else.
 
-    `with_payments` loads its payment instructions too (see orders_with_payments_for)."""
+    `with_payments` loads its payment instructions too; `with_offer=False` reads the order
+    row alone (for a service that locks the order and reads it again)."""
     orders = Order.objects.filter(owner=owner, reference=str(reference or "").upper()[:16])
     if with_payments:
         orders = orders.prefetch_related(payment_selectors.intents_prefetch())
-    order = orders.select_related("offer", "owner").first()
+    if with_offer:
+        orders = orders.select_related("offer", "owner")
+    order = orders.first()
     if order is None:
         raise NotFound(_("No order with this reference on your account."))
     return order

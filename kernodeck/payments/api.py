@@ -111,7 +111,9 @@ def payment_methods(request):
 @router.post("/orders/{reference}/payments", response={201: IntentOut})
 def order_pay(request, reference: str, payload: PayIn):
     """New payment instructions for an order (409 if it already has live ones)."""
-    order = order_selectors.order_get_for_owner(owner=request.auth, reference=reference)
+    order = order_selectors.order_get_for_owner(
+        owner=request.auth, reference=reference, with_offer=False
+    )
     intent = services.payment_intent_create_for_order(
         order=order, method_code=payload.method, actor=request.auth
     )

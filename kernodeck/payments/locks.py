@@ -1,7 +1,7 @@
 """Row locks of the payments domain, in the documented order (docs/architecture.md)."""
 
 from django.apps import apps
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from kernodeck.accounts.locks import lock_account
 from kernodeck.orders import locks as order_locks
@@ -29,12 +29,36 @@ def lock_counter(*, chain: str, wallet_fingerprint: str) -> AddressCounter:
     )
 
 
+def counter_take_index(*, chain: str, wallet_fingerprint: str) -> int:
+    """Take the next unused derivation index of one wallet's address sequence.
+
+    One `UPDATE … RETURNING`: it locks the counter's row until the transaction ends (as
+    `lock_counter` does, so concurrent requests queue here and no index is handed out
+    twice) and moves it on in the same statement. The counter is created on first use.
+    """
+    # The ORM's update() cannot return the new value; this is AddressCounter's table.
+    statement = (
+        "UPDATE payments_addresscounter SET next_index = next_index + 1 "
+        "WHERE chain = %s AND wallet_fingerprint = %s RETURNING next_index"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [chain, wallet_fingerprint])
+        row = cursor.fetchone()
+        if row is None:  # the wallet's first address
+            lock_counter(chain=chain, wallet_fingerprint=wallet_fingerprint)
+            cursor.execute(statement, [chain, wallet_fingerprint])
+            row = cursor.fetchone()
+    return row[0] - 1
+
+
 def lock_topup(topup_id):
     """Lock the top-up's account, then the top-up."""
     topup_model = apps.get_model("ledger", "TopUp")
     account_id = topup_model.objects.values_list("account_id", flat=True).get(pk=topup_id)
-    lock_account(account_id)
-    return topup_model.objects.select_for_update(no_key=True).get(pk=topup_id)
+    account = lock_account(account_id)
+    topup = topup_model.objects.select_for_update(no_key=True).get(pk=topup_id)
+    topup.account = account  # just read under its lock: callers need not read it again
+    return topup
 
 
 def lock_intent(intent_id) -> PaymentIntent:

@@ -12,7 +12,7 @@ from kernodeck.accounts import throttle
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput, Unavailable
 from kernodeck.core.races import retry_lost_races
-from kernodeck.core.services import audit_record
+from kernodeck.core.services import audit_event, audit_record, audit_record_all
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders import services as order_services
@@ -194,13 +194,15 @@ def payment_intent_create(
     actor=None,
     now=None,
     prepared: tuple[PaymentMethod, Rate] | None = None,
+    order_event: tuple[str, object] | None = None,
 ) -> PaymentIntent:
     """Create instructions: a new address (never reused), the exact amount, an expiry.
 
     The caller holds the lock of what is being paid (order or top-up) when it matters, and
     calls `instructions_prepare` before taking it (pass its answer as `prepared` so it is
     not read again). `now` (default: the clock) is the creation time; the instructions
-    expire KERNODECK_PAYMENT_EXPIRY_SECONDS later.
+    expire KERNODECK_PAYMENT_EXPIRY_SECONDS later. `order_event` (action, order) is the
+    event the order's timeline records for them, written with the intent's own.
     """
     method, rate = prepared or instructions_prepare(method_code)
     wallet = registry.configured_wallets()[method.chain]
@@ -211,20 +213,23 @@ def payment_intent_create(
     amount = crypto_amount(
         amount_usd, rate.usd_per_coin, decimals=method.decimals, precision=method.precision
     )
-    with transaction.atomic():
-        counter = locks.lock_counter(chain=method.chain, wallet_fingerprint=wallet.fingerprint)
+    expires_at = instructions_expiry(now)
+    # No savepoint: every caller lets an error end its whole transaction anyway.
+    with transaction.atomic(savepoint=False):
+        # The address counter is the last lock taken and is held until the commit: what
+        # follows it is only the rows that need the address.
         index = None
         reference = None
         if method.chain == "solana":
+            locks.lock_counter(chain=method.chain, wallet_fingerprint=wallet.fingerprint)
             address = wallet.public_key
             reference = new_solana_reference()
             amount = _unique_solana_amount(amount)
         else:
-            index = counter.next_index
+            index = locks.counter_take_index(
+                chain=method.chain, wallet_fingerprint=wallet.fingerprint
+            )
             address = derive_address(method.chain, wallet.public_key, index, testnet=testnet)
-            counter.next_index = index + 1
-            counter.save(update_fields=["next_index"])
-        expires_at = instructions_expiry(now)
         intent = PaymentIntent.objects.create(
             purpose=purpose,
             order=order,
@@ -260,20 +265,33 @@ def payment_intent_create(
             expires_at=expires_at,
             monitor_until=expires_at + timedelta(seconds=settings.KERNODECK_MONITOR_SECONDS),
         )
-        audit_record(
-            action="payment.intent_created",
-            target=intent,
-            actor=actor,
-            after={
-                "method": method.code,
-                "address": address,
-                "index": index,
-                "amount_base": str(amount),
-                "amount_usd": str(amount_usd),
-                "rate": str(rate.usd_per_coin),
-                "rate_source": rate.source,
-            },
-        )
+        events = [
+            audit_event(
+                action="payment.intent_created",
+                target=intent,
+                actor=actor,
+                after={
+                    "method": method.code,
+                    "address": address,
+                    "index": index,
+                    "amount_base": str(amount),
+                    "amount_usd": str(amount_usd),
+                    "rate": str(rate.usd_per_coin),
+                    "rate_source": rate.source,
+                },
+            )
+        ]
+        if order_event is not None:
+            action, target = order_event
+            events.append(
+                audit_event(
+                    action=action,
+                    target=target,
+                    actor=actor,
+                    after={"payment": str(intent.pk), "method": method.code},
+                )
+            )
+        audit_record_all(events)
     return intent
 
 
@@ -281,25 +299,26 @@ def instructions_expiry(now):
     return now + timedelta(seconds=settings.KERNODECK_PAYMENT_EXPIRY_SECONDS)
 
 
-def instructions_throttle_check(account) -> None:
+def instructions_throttle_check(account_id: int) -> None:
     """Refuse (429) an account that created too many instructions lately (every address
     created is one more the chain watchers must poll)."""
     throttle.check(
         "payment_create",
-        str(account.pk),
+        str(account_id),
         message=_("You asked for many payment instructions in a short time."),
     )
 
 
-def instructions_throttle_hit(account) -> None:
-    throttle.hit("payment_create", str(account.pk))
+def instructions_throttle_hit(account_id: int) -> None:
+    throttle.hit("payment_create", str(account_id))
 
 
-def instructions_check_watched_cap(**parent) -> None:
-    """Refuse (409) new instructions for an order or top-up (`order=` or `topup=`) that
-    already has KERNODECK_MAX_WATCHED_INSTRUCTIONS still watched. Call it under its lock."""
+def instructions_check_watched_cap(intents) -> None:
+    """Refuse (409) new instructions for an order or top-up whose instructions (`intents`,
+    all of them, read under its lock) include KERNODECK_MAX_WATCHED_INSTRUCTIONS still
+    watched."""
     cap = settings.KERNODECK_MAX_WATCHED_INSTRUCTIONS
-    if selectors.intents_watched_count(**parent) >= cap:
+    if selectors.intents_watched(intents) >= cap:
         raise Conflict(
             _(
                 "This already has %(n)d recent payment instructions, the most we can watch "
@@ -313,12 +332,12 @@ def instructions_check_watched_cap(**parent) -> None:
 def payment_intent_create_for_order(*, order, method_code: str, actor) -> PaymentIntent:
     """New instructions for an order; refuses when it is not payable, already has live
     ones, has too many still watched, or the account asked for too many lately."""
-    instructions_throttle_check(order.owner)
+    instructions_throttle_check(order.owner_id)
     prepared = instructions_prepare(method_code)  # refusals and any rate fetch before the lock
     intent = _payment_intent_create_for_order(
         order=order, method_code=method_code, actor=actor, prepared=prepared
     )
-    instructions_throttle_hit(order.owner)
+    instructions_throttle_hit(order.owner_id)
     return intent
 
 
@@ -327,7 +346,8 @@ def _payment_intent_create_for_order(*, order, method_code: str, actor, prepared
     with transaction.atomic():
         order = order_locks.lock_order(order.pk, owner_id=order.owner_id)  # account, order
         order_selectors.order_check_payable(order)
-        live = selectors.live_intent(selectors.intents_for_order(order=order))
+        intents = list(selectors.intents_for_order(order=order))
+        live = selectors.live_intent(intents)
         if live is not None:
             raise Conflict(
                 _(
@@ -341,7 +361,7 @@ def _payment_intent_create_for_order(*, order, method_code: str, actor, prepared
                     "id": live.pk,
                 }
             )
-        instructions_check_watched_cap(order=order)
+        instructions_check_watched_cap(intents)
         # Keep the units while the customer pays: the offer is locked (if the hold lapsed)
         # before the address counter, as the lock order says.
         now = clock.now()
@@ -355,12 +375,7 @@ def _payment_intent_create_for_order(*, order, method_code: str, actor, prepared
             actor=actor,
             now=now,
             prepared=prepared,
-        )
-        audit_record(
-            action="order.payment_instructions_created",
-            target=order,
-            actor=actor,
-            after={"payment": str(intent.pk), "method": intent.method_id},
+            order_event=("order.payment_instructions_created", order),
         )
     return intent
 

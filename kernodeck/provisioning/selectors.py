@@ -236,6 +236,22 @@ def access_for_owner(*, order: Order) -> AccessView | None:
     return access_view(delivery)
 
 
+def access_for_owner_by_order(orders) -> dict[int, AccessView | None]:
+    """`access_for_owner` of each order of a list, by order id: one query for the latest
+    deliveries of the active ones (none when no order is active), not one per order."""
+    active = [order.pk for order in orders if order.rental_state == RentalState.ACTIVE]
+    latest = {}
+    if active:
+        deliveries = Delivery.objects.filter(order_id__in=active).order_by("-created_at", "-pk")
+        for delivery in deliveries:
+            latest.setdefault(delivery.order_id, delivery)
+    access = {order.pk: None for order in orders}
+    for order_id, delivery in latest.items():
+        if delivery.revoked_at is None:
+            access[order_id] = access_view(delivery)
+    return access
+
+
 def node_get(*, name: str) -> Node:
     node = Node.objects.filter(name=str(name or "").replace("\x00", "")[:64]).first()
     if node is None:

@@ -14,9 +14,11 @@ def lock_extension(extension_id) -> Extension:
     waits on another in a cycle.
     """
     owner_id = Extension.objects.values_list("order__owner_id", flat=True).get(pk=extension_id)
-    lock_account(owner_id)
-    return (
+    account = lock_account(owner_id)
+    extension = (
         Extension.objects.select_for_update(no_key=True, of=("self",))
         .select_related("order")
         .get(pk=extension_id)
     )
+    extension.order.owner = account  # just read under its lock: callers need not read it again
+    return extension

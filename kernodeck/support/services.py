@@ -700,7 +700,8 @@ def extension_payment_create(*, extension: Extension, method_code: str, actor):
     from kernodeck.payments import services as payment_services
     from kernodeck.payments.models import Purpose
 
-    payment_services.instructions_prepare(method_code)  # refusals and rates before the lock
+    # Refusals and any rate fetch before the lock; read once.
+    prepared = payment_services.instructions_prepare(method_code)
     with transaction.atomic():
         extension = support_locks.lock_extension(extension.pk)
         _check_payable(extension)
@@ -717,12 +718,8 @@ def extension_payment_create(*, extension: Extension, method_code: str, actor):
             purpose=Purpose.EXTENSION,
             extension=extension,
             actor=actor,
-        )
-        audit_record(
-            action="order.extension_payment_created",
-            target=extension.order,
-            actor=actor,
-            after={"payment": str(intent.pk), "method": method_code},
+            prepared=prepared,
+            order_event=("order.extension_payment_created", extension.order),
         )
     return intent
 

@@ -1,0 +1,48 @@
+"""Statement budgets of the API writes that issue 15 measures: payment instructions for an
+order, and a top-up with its instructions. Inside the test's transaction the services'
+transactions are savepoints (SAVEPOINT and RELEASE stand for BEGIN and COMMIT)."""
+
+import pytest
+
+from kernodeck.payments.services import payment_methods_ensure
+from tests.factories import api_post, make_offer, make_order
+
+pytestmark = pytest.mark.django_db
+
+# token; order; method; rate; SAVEPOINT; account, order, its instructions (locks and read);
+# the address counter (one UPDATE … RETURNING); the instructions; both audit events (one
+# INSERT); RELEASE
+ORDER_INSTRUCTIONS = 12
+# token; method; rate; SAVEPOINT; account (lock); open top-ups; the top-up; its audit event;
+# the address counter; the instructions; their audit event; RELEASE; the answer's
+# instructions (TopUpOut reads them)
+TOPUP = 13
+
+
+@pytest.fixture
+def warm(api, settings):
+    """Demo wallets and rates, the address counter made and the token's last use written
+    (once a minute): what every later request finds."""
+    settings.KERNODECK_DEMO = True
+    payment_methods_ensure()
+    offer = make_offer(units_total=10)
+    first = make_order(owner=api.user, offer=offer)
+    response = api_post(api, f"/orders/{first.reference}/payments", {"method": "btc-bitcoin"})
+    assert response.status_code == 201
+    return offer
+
+
+def test_payment_instructions_for_an_order(api, warm, django_assert_max_num_queries):
+    order = make_order(owner=api.user, offer=warm)
+
+    with django_assert_max_num_queries(ORDER_INSTRUCTIONS):
+        response = api_post(api, f"/orders/{order.reference}/payments", {"method": "btc-bitcoin"})
+
+    assert response.status_code == 201
+
+
+def test_a_top_up_with_its_instructions(api, warm, django_assert_max_num_queries):
+    with django_assert_max_num_queries(TOPUP):
+        response = api_post(api, "/topups", {"amount_usd": "100", "method": "btc-bitcoin"})
+
+    assert response.status_code == 201
