@@ -36,30 +36,10 @@ def audit_event(
     )
 
 
-def audit_record(
-    *,
-    action: str,
-    target: models.Model | None = None,
-    target_type: str = "",
-    target_id: str = "",
-    actor=None,
-    before: dict | None = None,
-    after: dict | None = None,
-    data: dict | None = None,
-    ip_address: str | None = None,
-) -> AuditEvent:
-    """Write one audit event. Call it inside the transaction of the change it records."""
-    event = audit_event(
-        action=action,
-        target=target,
-        target_type=target_type,
-        target_id=target_id,
-        actor=actor,
-        before=before,
-        after=after,
-        data=data,
-        ip_address=ip_address,
-    )
+def audit_record(**fields) -> AuditEvent:
+    """Write one audit event (the fields of `audit_event`). Call it inside the transaction
+    of the change it records."""
+    event = audit_event(**fields)
     event.save(force_insert=True)
     return event
 

@@ -144,9 +144,12 @@ def _closed(intent: PaymentIntent | None) -> bool:
     watcher's copy may be old)."""
     if intent is None:
         return False
-    status, resolution, closed_at = PaymentIntent.objects.values_list(
-        "status", "resolution", "closed_at"
-    ).get(pk=intent.pk)
+    return _closed_state(
+        *PaymentIntent.objects.values_list("status", "resolution", "closed_at").get(pk=intent.pk)
+    )
+
+
+def _closed_state(status, resolution, closed_at) -> bool:
     return status == IntentStatus.ALLOCATED or bool(resolution) or closed_at is not None
 
 
@@ -238,19 +241,11 @@ def _unchanged_but_confirmations(
         return False  # an intent this pass did not load: let the full path judge
     if transfer.intent_id is None and match(observed) is not None:
         return False  # an intent to attach
-    if intent is not None and _closed_loaded(intent):
+    # Closing is for good, so the copy this pass loaded can be trusted when it says closed
+    # (a stale open copy only sends the transfer down the full path, which reads it fresh).
+    if intent is not None and _closed_state(intent.status, intent.resolution, intent.closed_at):
         return True  # a closed payment's transfers keep their kind
     return transfer.kind == classify(observed, intent, seen_at=transfer.seen_at)
-
-
-def _closed_loaded(intent: PaymentIntent) -> bool:
-    """_closed on the copy this pass loaded (a stale copy only sends a transfer down the
-    full path, which reads the intent fresh)."""
-    return (
-        intent.status == IntentStatus.ALLOCATED
-        or bool(intent.resolution)
-        or intent.closed_at is not None
-    )
 
 
 def transfers_store(network: str, observed: list[ObservedTransfer], watched: list) -> set:
@@ -333,6 +328,13 @@ _STORE_FIELDS = (
 )
 
 
+def _transfer_disappeared(transfer: Transfer) -> None:
+    """The chain no longer shows this transfer: it stops counting (audited)."""
+    transfer.disappeared_at = clock.now()
+    transfer.save(update_fields=["disappeared_at"])
+    audit_record(action="payment.transfer_disappeared", target=transfer)
+
+
 def transfers_mark_disappeared(*, network: str, addresses: set[str], seen_keys: set) -> set:
     """Unconfirmed transfers no longer reported at a scanned address were replaced or
     reorganised away: they stop counting (and count again if they come back). Returns the
@@ -349,9 +351,7 @@ def transfers_mark_disappeared(*, network: str, addresses: set[str], seen_keys: 
     for transfer in candidates:
         if transfer.address not in addresses or (transfer.txid, transfer.index) in seen_keys:
             continue
-        transfer.disappeared_at = clock.now()
-        transfer.save(update_fields=["disappeared_at"])
-        audit_record(action="payment.transfer_disappeared", target=transfer)
+        _transfer_disappeared(transfer)
         if transfer.intent_id is not None:
             touched.add(transfer.intent_id)
     return touched
@@ -740,9 +740,7 @@ def _transfers_follow_chain(network: str, scan, seen_keys: set) -> set:
                 intent=None,  # it keeps the intent it has
             )
             continue
-        transfer.disappeared_at = clock.now()
-        transfer.save(update_fields=["disappeared_at"])
-        audit_record(action="payment.transfer_disappeared", target=transfer)
+        _transfer_disappeared(transfer)
     return touched
 
 
