@@ -1,18 +1,22 @@
 """The demo stops with everything it started when it is asked to, and when a part of it dies.
 
-Each test starts the demo as a real process tree (`python3 dev.py demo` or `kernodeck
-demo`: chain simulator, gunicorn with its workers, huey worker), notes every process of
-that tree, stops it and checks that the port is free and none of those processes is left.
-Linux only: the tree is read from /proc.
+First dev.py's own part, with a small child: it passes stop signals on and reports the
+child's status. Then each test starts the demo as a real process tree (`python3 dev.py demo`
+or `kernodeck demo`: chain simulator, gunicorn with its workers, huey worker), notes every
+process of that tree, stops it and checks that the port is free and none of those processes
+is left. Linux only: the tree is read from /proc.
 """
 
 import contextlib
 import importlib.util
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
+import termios
+import textwrap
 import time
 from pathlib import Path
 
@@ -28,6 +32,120 @@ STOP_DEADLINE = 90
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/task").is_dir(), reason="reads the process tree from /proc (Linux)"
 )
+
+
+# A child that says which stop signals reach it. SIGINT is counted; any other one ends it
+# with exit status 7. With "default", it leaves every signal its default action.
+CHILD = """
+import signal, sys, time
+
+counts = {}
+
+def note(signum, _frame):
+    name = signal.Signals(signum).name
+    counts[name] = counts.get(name, 0) + 1
+    print(name, counts[name], flush=True)
+    if signum != signal.SIGINT:
+        sys.exit(7)
+
+if sys.argv[1:] != ["default"]:
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, note)
+print("ready", flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+def dev_py_running(tmp_path, *child_args, terminal=False, **options) -> subprocess.Popen:
+    """dev.py's `run` around CHILD, in a session of its own (with `terminal`, the session's
+    controlling terminal is the pty on its standard input)."""
+    (tmp_path / "child.py").write_text(CHILD)
+    child = [sys.executable, str(tmp_path / "child.py"), *child_args]
+    wrapper = textwrap.dedent(
+        f"""
+        import fcntl, sys, termios
+        sys.path.insert(0, {str(ROOT)!r})
+        import dev
+        if {terminal!r}:
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        sys.exit(dev.run({child!r}))
+        """
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", wrapper], start_new_session=True, cwd=ROOT, **options
+    )
+
+
+def end_session(process: subprocess.Popen) -> None:
+    """Kill the wrapper and its child, whatever the test left running."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def read_until(stream, wanted: bytes, seen: bytearray) -> None:
+    """Read `stream` (a pipe or a pty's fd) into `seen` until `wanted` is in it."""
+    fd = stream if isinstance(stream, int) else stream.fileno()
+    deadline = time.monotonic() + 60
+    while wanted not in seen:
+        assert time.monotonic() < deadline, f"no {wanted!r} in {bytes(seen)!r}"
+        if select.select([fd], [], [], 0.5)[0]:
+            chunk = os.read(fd, 4096)
+            assert chunk, f"no {wanted!r} in {bytes(seen)!r}"
+            seen += chunk
+
+
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name
+)
+def test_dev_py_passes_a_stop_signal_on_and_exits_with_the_childs_status(tmp_path, signum):
+    process = dev_py_running(tmp_path, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    output = bytearray()
+    try:
+        read_until(process.stdout, b"ready", output)
+        process.send_signal(signum)
+        read_until(process.stdout, f"{signal.Signals(signum).name} 1".encode(), output)
+        if signum == signal.SIGINT:  # counted, not an end: end it with SIGTERM
+            process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 7
+    finally:
+        end_session(process)
+
+
+def test_dev_py_exits_128_plus_the_signal_that_ended_its_child(tmp_path):
+    process = dev_py_running(tmp_path, "default", stdout=subprocess.PIPE)
+    try:
+        read_until(process.stdout, b"ready", bytearray())
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        end_session(process)
+
+
+def test_ctrl_c_in_a_terminal_reaches_the_child_and_dev_py_waits_for_it(tmp_path):
+    controller, terminal = os.openpty()
+    try:
+        process = dev_py_running(
+            tmp_path, terminal=True, stdin=terminal, stdout=terminal, stderr=terminal
+        )
+    finally:
+        os.close(terminal)
+    output = bytearray()
+    try:
+        read_until(controller, b"ready", output)
+        os.write(controller, termios.tcgetattr(controller)[6][termios.VINTR])  # Ctrl-C
+        read_until(controller, b"SIGINT 1", output)
+        # dev.py did not die of the Ctrl-C (nor kill its child): it still passes SIGTERM on.
+        process.send_signal(signal.SIGTERM)
+        read_until(controller, b"SIGTERM 1", output)
+        assert process.wait(timeout=60) == 7
+        # The terminal's SIGINT is not passed on a second time. (Had it been, the two would
+        # often merge into one pending signal, so this line cannot always tell.)
+        assert b"SIGINT 2" not in output
+    finally:
+        end_session(process)
+        os.close(controller)
 
 
 def started_at(pid: int) -> str | None:
