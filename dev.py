@@ -6,10 +6,19 @@
 
 Both create ./.venv and install the pinned dependencies (requirements-test.lock) the
 first time, and again whenever a lock file or pyproject.toml changes.
+
+The command then runs as a child process (`kernodeck demo`, or pytest). SIGTERM, SIGHUP
+and SIGINT sent to this script are passed on to that child, and the script waits for it:
+`kill <pid>` stops the demo with everything it started. Ctrl-C in a terminal already
+reaches the child (the terminal signals its whole foreground process group), so SIGINT is
+passed on only when this script is not in the terminal's foreground. The script exits
+with the child's status; when a signal ended the child, with 128 + that signal's number,
+as a shell reports it (130 after SIGINT, 143 after SIGTERM).
 """
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import venv
@@ -21,6 +30,8 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / "python"
 STAMP = VENV / ".kernodeck-installed"
 INPUTS = ["requirements.lock", "requirements-test.lock", "pyproject.toml"]
+# The signals that ask a program to stop (Windows has no such signals to pass on).
+FORWARDED = [] if os.name == "nt" else [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
 
 
 def fingerprint() -> str:
@@ -44,6 +55,44 @@ def ensure_environment() -> None:
     STAMP.write_text(wanted)
 
 
+def in_terminal_foreground() -> bool:
+    """Whether this process belongs to the foreground process group of its terminal."""
+    try:
+        terminal = os.open("/dev/tty", os.O_RDONLY)
+    except OSError:  # no controlling terminal (a service, a test, Windows)
+        return False
+    try:
+        return os.tcgetpgrp(terminal) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(terminal)
+
+
+def run(command: list[str]) -> int:
+    """Run `command`, passing the stop signals on to it; return its exit status."""
+    child = None
+    pending = []  # a signal that came before the child existed
+
+    def forward(signum, _frame):
+        if child is None:
+            pending.append(signum)
+        elif signum != signal.SIGINT or not in_terminal_foreground():
+            child.send_signal(signum)  # does nothing once the child has ended
+        # else Ctrl-C: the terminal has signalled the child already
+
+    previous = {signum: signal.signal(signum, forward) for signum in FORWARDED}
+    try:
+        child = subprocess.Popen(command)
+        for signum in pending:
+            child.send_signal(signum)
+        status = child.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 128 - status if status < 0 else status
+
+
 def main(argv: list[str]) -> int:
     if sys.version_info < (3, 11):  # noqa: UP036 - this script may run on an older python3
         sys.exit("Kernodeck needs Python 3.11 or newer.")
@@ -55,12 +104,12 @@ def main(argv: list[str]) -> int:
     command, rest = argv[0], argv[1:]
     os.chdir(ROOT)
     if command == "demo":
-        return subprocess.call([str(BIN / "kernodeck"), "demo", *rest])
-    return subprocess.call([str(PYTHON), "-m", "pytest", *rest])
+        return run([str(BIN / "kernodeck"), "demo", *rest])
+    return run([str(PYTHON), "-m", "pytest", *rest])
 
 
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C while the environment is being set up
         sys.exit(130)
