@@ -15,7 +15,7 @@ def slow_pass(monkeypatch):
     def run(*args):
         state["calls"].append(args)
         state["started"].set()
-        assert state["release"].wait(10)
+        state["released"] = state["release"].wait(10)  # checked by the test, in its thread
         return []
 
     monkeypatch.setattr(watching, "watch_all", run)
@@ -49,6 +49,7 @@ def test_a_pass_started_while_another_runs_is_skipped_not_queued(slow_pass):
     slow_pass["release"].set()
     first.join(5)
     assert slow_pass["calls"] == [()]  # ran once
+    assert slow_pass["released"]  # ran to the end once released, not given up
 
     tasks.watch_chains.call_local()  # the lock was released
     assert slow_pass["calls"] == [(), ()]
