@@ -13,7 +13,13 @@ Routes match on method and path; the query string is recorded, not matched. A ro
 several replies answers them in turn and repeats the last. An unknown route answers 404, or
 goes to the handler given to `otherwise(handler)` (a whole fake API, e.g. a chain serving
 blocks and addresses: tests/payments/esplora_chain.py).
-`sample()` reads the recorded API answers in the shared `api-samples` folder beside the repo.
+`sample()` reads an API answer from tests/samples: the project's own data, written in the
+shapes the providers document (see tests/samples/README.md). Nothing outside the repository.
+
+A handler runs in the server's thread: an exception there (an `assert`, a missing sample,
+even a `pytest.skip`) cannot reach the test. It is recorded in `handler_errors` and answered
+500, and leaving the `with` block (or `close()`) raises HandlerError naming it, in the test's
+own thread. A test that provokes handler errors on purpose calls `take_handler_errors()`.
 """
 
 import json
@@ -25,11 +31,7 @@ from pathlib import Path
 from typing import Any, Self
 from urllib.parse import parse_qsl, urlsplit
 
-import pytest
-
-# The repository's parent holds `shared/` (here /work/shared beside /work/main; in CI a copy
-# beside the clone).
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / "shared" / "api-samples"
+SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
 
 _NO_JSON = object()
 
@@ -121,8 +123,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             status, headers, body = reply.render(request)
-        except Exception as error:
-            loopback.handler_errors.append(error)
+        except BaseException as error:  # pytest's skip and fail are BaseExceptions too
+            loopback._record_handler_error(request, error)
             status, headers, body = 500, {"Content-Type": "text/plain"}, repr(error).encode()
         try:
             self.send_response(status)
@@ -137,6 +139,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format, *args):
         pass
+
+
+class HandlerError(AssertionError):
+    """A loopback handler failed in the server's thread; raised in the test's thread."""
 
 
 class _Server(ThreadingHTTPServer):
@@ -154,7 +160,7 @@ class LoopbackServer:
         self._requests: list[Request] = []
         self._otherwise: Handler | None = None
         self._closing = threading.Event()
-        self.handler_errors: list[Exception] = []
+        self.handler_errors: list[BaseException] = []
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.loopback = self
         self._thread = threading.Thread(
@@ -195,7 +201,30 @@ class LoopbackServer:
         with self._lock:
             self._otherwise = handler
 
+    def take_handler_errors(self) -> list[BaseException]:
+        """The handler errors so far, forgotten: for a test that provokes them on purpose."""
+        with self._lock:
+            errors, self.handler_errors[:] = list(self.handler_errors), []
+            return errors
+
     def close(self) -> None:
+        """Stop serving (joining the handler threads), then raise HandlerError if a handler
+        failed: the test fails in its own thread, with the handler's error as the cause."""
+        self._shut_down()
+        self.check_handlers()
+
+    def check_handlers(self) -> None:
+        """Raise HandlerError if a handler failed since the last take_handler_errors()."""
+        errors = self.take_handler_errors()
+        if errors:
+            described = "; ".join(f"{type(e).__name__}: {e}" for e in errors)
+            raise HandlerError(
+                f"{len(errors)} loopback handler error(s) (answered 500): {described}"
+            ) from errors[0]
+
+    def _shut_down(self) -> None:
+        if self._closing.is_set():
+            return
         self._closing.set()
         self._httpd.shutdown()
         self._thread.join()
@@ -204,8 +233,19 @@ class LoopbackServer:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc_info) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            # The test already failed: its own error says more; keep any handler error on it.
+            self._shut_down()
+            if errors := self.take_handler_errors():
+                exc.add_note(f"loopback handler error(s) too: {errors!r}")
+
+    def _record_handler_error(self, request: Request, error: BaseException) -> None:
+        error.add_note(f"while answering {request.method} {request.path}")
+        with self._lock:
+            self.handler_errors.append(error)
 
     def _reply_for(self, request: Request) -> Reply:
         key = (request.method, request.path)
@@ -223,13 +263,9 @@ class LoopbackServer:
 
 
 def sample(path: str) -> dict:
-    """A recorded API answer, e.g. sample("prices/kraken-ticker.json"): the whole file, whose
-    `response` is the body (see the folder's README). Skips the test if the folder is absent."""
-    if not SAMPLES_DIR.is_dir():
-        pytest.skip(
-            f"API samples folder {SAMPLES_DIR} is missing; "
-            "put a copy of shared/ beside the repository to run this test"
-        )
+    """An API answer of tests/samples, e.g. sample("prices/kraken-ticker.json"): the whole
+    file, whose `response` is the body and `documentation` where its shape is documented
+    (see tests/samples/README.md). A missing file is an error of the test, never a skip."""
     return json.loads((SAMPLES_DIR / path).read_text())
 
 

@@ -6,7 +6,7 @@
     chain.reorg(2)                        # the last two blocks gone, their txs back in the mempool
     chain.drop(txid)                      # replaced (RBF): gone from the mempool
 
-It answers what the adapters read, in the shapes of shared/api-samples/esplora and the
+It answers what the adapters read, in the shapes of tests/samples/esplora and the
 Esplora API document: /blocks/tip/height, /blocks/tip/hash, /block-height/:height,
 /block/:hash, /block/:hash/txs/:start_index (25 a page, no status), /mempool/txids,
 /tx/:txid, /address/:address/txs (50 mempool + 25 confirmed, newest first) and

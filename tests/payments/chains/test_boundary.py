@@ -365,7 +365,7 @@ def test_a_trc20_spam_token_with_an_absurd_amount_is_skipped_not_a_failure(loopb
     clock.freeze(BLOCK_DATETIME + timedelta(days=1))
     answers = ANSWERS["tron"]()
     spam = copy.deepcopy(answers["trc20"]["data"][0])
-    spam["token_info"]["address"] = "TPYmHEhy5n8TCEfYGqW2rPxsghSfzghPDn"
+    spam["token_info"]["address"] = "THbeLKM84TvYPs8GM2qLQEnbMU5KSjVK8j"
     spam["value"] = "9" * 70
     answers["trc20"]["data"].append(spam)
     serve(loopback, "tron", answers)

@@ -1,5 +1,6 @@
 import copy
 import logging
+import threading
 from datetime import UTC, datetime
 
 import pytest
@@ -9,8 +10,8 @@ from kernodeck.payments.chains.base import ChainError, ObservedTransfer, WatchTa
 from kernodeck.payments.chains.esplora import EsploraAdapter, watched_among
 from tests.loopback import Reply, sample, sample_reply
 
-OURS = "bc1qrt80urnd7hww3x0tek59tc66ldn5ngjaze4afa"  # vout[1] of the address-txs sample
-OTHER = "bc1q3jlulk7pw9p5tjqcrwdec9a6vdaw9pqhw0wg4g"
+OURS = "bc1qzct95jrrgx294txdqxr8vrpvpnsjcstaeg7c2j"  # vout[1] of the address-txs sample
+OTHER = "bc1qx3uhwjzwr6xna9pavwh3atw2zvuanpz2mxl629"  # the payer of the address-txs sample
 TIP = "/api/blocks/tip/height"
 
 
@@ -58,26 +59,26 @@ def adapter(loopback, sleeps, network="bitcoin", **kwargs) -> EsploraAdapter:
 
 
 def test_reads_the_recorded_address_history_and_tip(loopback, sleeps):
+    [recorded] = sample("esplora/address-txs.json")["response"]
     loopback.route("GET", TIP, sample_reply("esplora/blocks-tip-height.json"))
     loopback.route("GET", txs_path(OURS), sample_reply("esplora/address-txs.json"))
 
     result = adapter(loopback, sleeps).scan([WatchTarget(OURS)])
 
-    # The sample's block_height (123213) is a placeholder below the sample tip (698767): the
-    # arithmetic is still tip - height + 1.
-    assert result.tip == 698767
+    # The tip (871209, text) is five blocks above the transaction's block (871204).
+    assert result.tip == 871_209
     assert result.cursor is None
     assert result.transfers == [
         ObservedTransfer(
             network="bitcoin",
-            txid="e793cab7e155a0e8f825c4609548faf759c57715fecac587580a1d716bb2b89e",
-            index=1,
+            txid=recorded["txid"],
+            index=1,  # vout[0] pays a P2SH address, vout[2] is the payer's change
             address=OURS,
             asset="BTC",
-            amount_base=50760,
-            confirmations=698767 - 123213 + 1,
-            block_height=123213,
-            block_time=datetime(2024, 9, 24, 11, 6, 27, tzinfo=UTC),
+            amount_base=73_400,
+            confirmations=6,
+            block_height=871_204,
+            block_time=datetime(2024, 11, 19, 10, 2, 2, tzinfo=UTC),
         )
     ]
     assert [r.path for r in loopback.requests] == [TIP, txs_path(OURS)]
@@ -86,17 +87,17 @@ def test_reads_the_recorded_address_history_and_tip(loopback, sleeps):
 
 def test_skips_op_return_and_reports_each_output_to_the_address(loopback, sleeps):
     confirmed = sample("esplora/tx-confirmed.json")["response"]
-    watched = "bc1qnzw0zfm5l3c9vztpp3aegx0j68zgqajyffr2r6"
-    loopback.route("GET", TIP, body="848140", content_type="text/plain")
+    watched = "bc1qrns85sfsrf6vh4lw4t7dhfk3grncyxde65v3cn"  # the spender, paid its change
+    loopback.route("GET", TIP, body="868534", content_type="text/plain")
     loopback.route("GET", txs_path(watched), json_body=[confirmed])
 
     result = adapter(loopback, sleeps).scan([WatchTarget(watched)])
 
     [transfer] = result.transfers
-    assert (transfer.txid, transfer.index, transfer.amount_base) == (confirmed["txid"], 2, 23073)
+    assert (transfer.txid, transfer.index, transfer.amount_base) == (confirmed["txid"], 2, 58_902)
     assert transfer.confirmations == 5
-    assert transfer.block_height == 848136
-    assert transfer.block_time == datetime(2024, 6, 16, 5, 51, 11, tzinfo=UTC)
+    assert transfer.block_height == 868_530
+    assert transfer.block_time == datetime(2024, 11, 1, 12, 0, 19, tzinfo=UTC)
 
 
 def test_two_outputs_to_the_same_address_are_two_transfers(loopback, sleeps):
@@ -114,8 +115,8 @@ def test_two_outputs_to_the_same_address_are_two_transfers(loopback, sleeps):
 
 def test_mempool_transaction_has_no_confirmations_and_no_block(loopback, sleeps):
     unconfirmed = sample("esplora/tx-unconfirmed.json")["response"]
-    watched = "1stAprEZapjCYGUACUcXohQqSHF9MU5Kj"
-    loopback.route("GET", TIP, body="698767")
+    watched = "151G4jbGGHoEt4qFYHyHwm9dcJfufzEXeo"  # a legacy address paying itself
+    loopback.route("GET", TIP, body="871209")
     loopback.route("GET", txs_path(watched), json_body=[unconfirmed])
 
     result = adapter(loopback, sleeps).scan([WatchTarget(watched)])
@@ -127,7 +128,7 @@ def test_mempool_transaction_has_no_confirmations_and_no_block(loopback, sleeps)
             index=0,
             address=watched,
             asset="BTC",
-            amount_base=49040,
+            amount_base=87_870,
             confirmations=0,
         )
     ]
@@ -172,16 +173,12 @@ def test_a_short_first_page_needs_no_paging(loopback, sleeps):
 def test_stops_paging_at_the_cap_and_logs_it(loopback, sleeps, monkeypatch, caplog):
     monkeypatch.setattr(esplora, "MAX_CHAIN_PAGES", 2)
 
-    def page_after(request):
-        start = int(request.path.rsplit("/", 1)[1], 16) + 1
-        return 200, {}, [tx(txid(n), [(OURS, 1)], height=10) for n in range(start, start + 25)]
-
+    # Every page holds 25: there always seems to be another one.
+    pages = [[tx(txid(n), [(OURS, 1)], height=10) for n in range(s, s + 25)] for s in (0, 25, 50)]
     loopback.route("GET", TIP, body="10")
-    loopback.route(
-        "GET", txs_path(OURS), json_body=[tx(txid(n), [(OURS, 1)], height=10) for n in range(25)]
-    )
-    loopback.route("GET", chain_path(OURS, txid(24)), handler=page_after)
-    loopback.route("GET", chain_path(OURS, txid(49)), handler=page_after)
+    loopback.route("GET", txs_path(OURS), json_body=pages[0])
+    loopback.route("GET", chain_path(OURS, txid(24)), json_body=pages[1])
+    loopback.route("GET", chain_path(OURS, txid(49)), json_body=pages[2])
 
     with caplog.at_level(logging.WARNING, logger="kernodeck.payments.chains.esplora"):
         result = adapter(loopback, sleeps).scan([WatchTarget(OURS)])
@@ -355,33 +352,68 @@ def test_a_refused_address_fails_at_once_with_the_servers_words(loopback, sleeps
 
 
 def test_addresses_are_fetched_concurrently_up_to_the_limit(loopback, sleeps):
-    import threading
-    import time
-
-    running, most = [0], [0]
-    lock = threading.Lock()
-
-    def slow_history(request):
-        with lock:
-            running[0] += 1
-            most[0] = max(most[0], running[0])
-        time.sleep(0.1)
-        with lock:
-            running[0] -= 1
-        address = request.path.split("/")[3]
-        return 200, {}, [tx(txid(int(address[-2:])), [(address, 1000)])]
-
     addresses = [f"{OTHER[:-2]}{n:02d}" for n in range(12)]
+    # Built here, not in the handler: the handler runs in the server's thread.
+    histories = {a: [tx(txid(n), [(a, 1000 + n)])] for n, a in enumerate(addresses)}
+    in_flight = InFlight(limit=4, total=len(addresses))
+
+    def history(request):
+        with in_flight:
+            return 200, {}, histories[request.path.split("/")[3]]
+
     loopback.route("GET", TIP, body="100", content_type="text/plain")
     for address in addresses:
-        loopback.route("GET", txs_path(address), handler=slow_history)
+        loopback.route("GET", txs_path(address), handler=history)
 
-    began = time.monotonic()
     result = adapter(loopback, sleeps, concurrency=4).scan([WatchTarget(a) for a in addresses])
 
-    assert most[0] == 4
-    assert time.monotonic() - began < 12 * 0.1
-    assert [t.address for t in result.transfers] == addresses  # in the targets' order
+    # Four at once (the first are held until four are in flight), never more.
+    assert in_flight.most == 4
+    assert not in_flight.gave_up
+    # Every address answered once, and the transfers come in the targets' order.
+    assert sorted(r.path for r in loopback.requests[1:]) == sorted(map(txs_path, addresses))
+    assert [(t.address, t.amount_base) for t in result.transfers] == [
+        (a, 1000 + n) for n, a in enumerate(addresses)
+    ]
+
+
+class InFlight:
+    """Counts a handler's requests in flight at once (`most`), without timing anything.
+
+    The first requests are held until `limit` are in flight together (or all `total` have
+    arrived); then the one that made it `limit` waits up to `grace` seconds for one more
+    (which a scan that ignores its limit sends), and releases them all; later requests pass.
+    `patience` is only a guard against a hang: a request held that long goes on (`gave_up`).
+    """
+
+    def __init__(self, limit: int, total: int, grace: float = 0.3, patience: float = 5.0):
+        self.limit, self.total, self.grace, self.patience = limit, total, grace, patience
+        self.running = self.arrived = self.most = 0
+        self.released = self.gave_up = False
+        self._changed = threading.Condition()
+
+    def __enter__(self):
+        with self._changed:
+            self.running += 1
+            self.arrived += 1
+            self.most = max(self.most, self.running)
+            self._changed.notify_all()
+            if self.released:
+                return self
+            if self.running >= self.limit or self.arrived == self.total:
+                self._changed.wait_for(
+                    lambda: self.running > self.limit or self.arrived == self.total,
+                    timeout=self.grace,
+                )
+            elif not self._changed.wait_for(lambda: self.released, timeout=self.patience):
+                self.gave_up = True
+            self.released = True
+            self._changed.notify_all()
+        return self
+
+    def __exit__(self, *exc_info):
+        with self._changed:
+            self.running -= 1
 
 
 def test_a_failing_address_fails_the_concurrent_scan(loopback, sleeps):

@@ -10,7 +10,7 @@ from tests.loopback import Reply, sample
 
 OURS = "0x52908400098527886E0F7030069857D2E4169EE7"  # EIP-55 test vector (all caps)
 OURS_TOO = "0xde709f2102306220921060314715629080e2fB77"  # EIP-55 test vector (all lower)
-STRANGER = "0x7435ed30a8b4aeb0877cef0c6e8cffe834eb865f"
+STRANGER = "0x6481bda5bc92a52a4fec49a0479289fe59802fe4"  # the payer of the samples
 USDT = "0xdAC17F958D2ee523a2206206994597C13D831ec7"
 USDC = "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"
 FAKE_USDT = "0x6b175474e89094c44da98b954eedeac495271d0f"  # any other contract
@@ -38,9 +38,20 @@ class RpcError(Exception):
 
 class FakeNode:
     """An Ethereum node behind the loopback server: blocks, logs and receipts in memory,
-    answered in the shapes of the recorded execution-apis samples."""
+    answered in the shapes of the samples (read here: the handler runs in the server's
+    thread, where nothing should read files or fail)."""
 
     def __init__(self, tip: int, finalized: int | None = None, max_log_range: int | None = None):
+        self.block_template = sample("ethereum/eth_getBlockByNumber-finalized-full.json")[
+            "response"
+        ]["result"]
+        self.receipt_template = sample("ethereum/eth_getTransactionReceipt-success.json")[
+            "response"
+        ]["result"]
+        self.log_templates = {
+            name: sample(f"ethereum/eth_getLogs-{name}.json")["response"]["result"][0]
+            for name in ("erc20-transfer", "topic-filter")
+        }
         self.tip = tip
         self.finalized = finalized  # None: the node refuses the `finalized` tag
         self.max_log_range = max_log_range
@@ -78,7 +89,7 @@ class FakeNode:
     ) -> dict:
         """A Transfer log shaped like the erc20 sample (topic-filter sample with `with_time`)."""
         name = "topic-filter" if with_time else "erc20-transfer"
-        log = copy.deepcopy(sample(f"ethereum/eth_getLogs-{name}.json")["response"]["result"][0])
+        log = copy.deepcopy(self.log_templates[name])
         log.update(
             address=contract.lower(),
             topics=[TRANSFER_TOPIC, topic(STRANGER), topic(to)],
@@ -95,15 +106,13 @@ class FakeNode:
 
     def add_payment(self, number: int, tx: str, *, to: str, wei: int, status: str | None = "0x1"):
         """An ether transaction in block `number`; `status` None stores no receipt at all."""
-        block = sample("ethereum/eth_getBlockByNumber-finalized-full.json")["response"]["result"]
-        template = copy.deepcopy(block["transactions"][3])
+        template = copy.deepcopy(self.block_template["transactions"][3])  # an ether transfer
         template.update(hash=tx, to=to.lower(), value=hex(wei), blockNumber=hex(number))
         self.transactions.setdefault(number, []).append(template)
         if status is None:
             self.receipts[tx] = None
             return
-        receipt = copy.deepcopy(sample("ethereum/eth_getTransactionReceipt-success.json"))
-        receipt = receipt["response"]["result"]
+        receipt = copy.deepcopy(self.receipt_template)
         receipt.update(
             transactionHash=tx,
             blockNumber=hex(number),
@@ -131,9 +140,7 @@ class FakeNode:
             number = int(tag, 16)
         if number > self.tip:
             return None
-        block = copy.deepcopy(
-            sample("ethereum/eth_getBlockByNumber-finalized-full.json")["response"]["result"]
-        )
+        block = copy.deepcopy(self.block_template)
         transactions = self.transactions.get(number, [])
         block.update(
             number=hex(number),
@@ -162,9 +169,6 @@ class FakeNode:
 
 @pytest.fixture
 def node(loopback):
-    # The fake node answers from the recorded samples inside the server's thread, where a
-    # skip cannot reach the test: find out here whether the samples are present.
-    sample("ethereum/eth_getBlockByNumber-finalized-full.json")
     node = FakeNode(tip=110, finalized=100)
     loopback.route("POST", "/rpc", handler=node.handler)
     return node
@@ -207,16 +211,18 @@ def test_credits_a_canonical_usdt_log_with_its_exact_amount_and_log_index(loopba
 def test_reads_the_recorded_erc20_log_sample(loopback, sleeps, node):
     recorded = sample("ethereum/eth_getLogs-erc20-transfer.json")["response"]["result"][0]
     ours = "0x" + recorded["topics"][2][-40:]
-    node.tip = 0xE20360 + 2
+    number = int(recorded["blockNumber"], 16)  # 21604113
+    node.tip = number + 2
     node.logs.append(recorded)
-    clock.freeze(block_time(node.tip))  # the fake node dates this block in 2031
+    clock.freeze(block_time(node.tip))  # the fake node dates this block in 2034
 
-    [transfer] = adapter(loopback, sleeps).scan([WatchTarget(ours)], cursor=0xE20360).transfers
+    [transfer] = adapter(loopback, sleeps).scan([WatchTarget(ours)], cursor=number).transfers
 
-    # A DAI transfer: not one of our contracts, so a TOKEN with the raw amount, never credited.
+    # A LINK transfer: not one of our contracts, so a TOKEN with the raw amount, never credited.
     assert (transfer.asset, transfer.token_contract) == ("TOKEN", recorded["address"])
-    assert transfer.amount_base == 771_618_057_897_599_959_040
-    assert (transfer.index, transfer.confirmations) == (0xF0, 3)
+    assert transfer.amount_base == 250_750_000_000_000_000_000  # 250.75 LINK
+    assert (transfer.txid, transfer.block_height) == (recorded["transactionHash"], 21_604_113)
+    assert (transfer.index, transfer.confirmations) == (91, 3)
 
 
 def test_reports_a_transfer_from_another_contract_as_token_with_its_contract(

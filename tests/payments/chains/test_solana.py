@@ -7,8 +7,8 @@ from kernodeck.payments.chains.base import ChainError, ObservedTransfer, WatchTa
 from kernodeck.payments.chains.solana import SolanaAdapter
 from tests.loopback import Reply, sample
 
-RECIPIENT = "AjozzgE83A3x1sHNUR64hfH7zaEBWeMaFuAN9kQgujrc"  # account 1 of the json sample
-PAYER = "3UVYmECPPMZSCqWKfENfuoTv51fTDTWicX9xmBD2euKe"  # account 0 of the json sample
+RECIPIENT = "2BygESGGedZ2UCjRAHdatCtXqh3LPb5otEdfYxKsFcd1"  # account 1 of the json sample
+PAYER = "GWFQp9mjJep2jhtZ7nvttEmkRYLRwEDxWGxurademQ46"  # account 0 of the json sample
 SYSTEM = "11111111111111111111111111111111"
 REFERENCE = "Ref1111111111111111111111111111111111111111"
 OTHER_REFERENCE = "Ref2222222222222222222222222222222222222222"
@@ -242,46 +242,44 @@ def test_the_recipient_watch_names_the_reference_of_another_target(loopback, sle
 
 def test_reads_the_recorded_json_parsed_transfer(loopback, sleeps):
     recorded = sample("solana/getTransaction-jsonParsed.json")["response"]["result"]
-    receiver = "3gghk7mHWtFsJcg6EZGK7sbHj3qW6ExUdZLs9q8GRjia"
+    receiver = "HkXfyLMZ84YQwPr4HdTWejffvTx2gG8NKSvKEvxeb6Gf"  # the shop, account 1
     signature = recorded["transaction"]["signatures"][0]
     node = FakeNode(
-        slot=314272800,
-        signatures={receiver: [signature_entry(signature, 314272704, status="finalized")]},
+        slot=331_880_417 + 96,
+        signatures={receiver: [signature_entry(signature, 331_880_417, status="finalized")]},
         transactions={signature: recorded},
     )
     loopback.route("POST", "/", handler=node)
 
     [transfer] = adapter(loopback, sleeps).scan([WatchTarget(receiver)]).transfers
 
-    assert transfer.amount_base == 2_000_000_000
-    assert transfer.block_height == 314272704
+    assert (transfer.txid, transfer.address) == (signature, receiver)
+    assert transfer.amount_base == 1_250_000_000  # 1.25 SOL
+    assert transfer.block_height == 331_880_417
     assert transfer.confirmations == 97
-    assert transfer.block_time == datetime.fromtimestamp(1721963687, tz=UTC)
+    assert transfer.block_time == datetime(2025, 3, 27, 17, 3, 40, tzinfo=UTC)
     assert transfer.reference is None
 
 
 def test_a_debit_is_ignored(loopback, sleeps):
-    # The recorded sample: account 0 only pays the 5000-lamport fee.
+    # The json sample: account 0 (PAYER) sends 0.75 SOL to account 1 and pays the fee.
     recorded = sample("solana/getTransaction-json.json")["response"]["result"]
+    signature = recorded["transaction"]["signatures"][0]
+    entry = signature_entry(signature, recorded["slot"])
     node = FakeNode(
-        slot=430,
-        signatures={
-            PAYER: [
-                signature_entry(
-                    "sigfee1111111111111111111111111111111111111111111111111111111111", 430
-                )
-            ]
-        },
-        transactions={
-            "sigfee1111111111111111111111111111111111111111111111111111111111": recorded
-        },
+        slot=recorded["slot"],
+        signatures={PAYER: [entry], RECIPIENT: [entry]},
+        transactions={signature: recorded},
     )
     loopback.route("POST", "/", handler=node)
 
-    result = adapter(loopback, sleeps).scan([WatchTarget(PAYER)])
+    payer_side = adapter(loopback, sleeps).scan([WatchTarget(PAYER)])
+    both_sides = adapter(loopback, sleeps).scan([WatchTarget(PAYER), WatchTarget(RECIPIENT)])
 
-    assert result.transfers == []
-    assert result.tip == 430
+    assert payer_side.transfers == []
+    assert payer_side.tip == recorded["slot"]
+    # The same transaction is a credit to the recipient: only the debit was left out.
+    assert [(t.address, t.amount_base) for t in both_sides.transfers] == [(RECIPIENT, 750_000_000)]
 
 
 def test_a_failed_transaction_is_not_credited(loopback, sleeps):

@@ -12,16 +12,16 @@ from kernodeck.payments.chains.tron import (
 )
 from tests.loopback import Reply, sample
 
-# The recipient of the recorded TRX and USDT samples, and the sender (41458437...).
-OURS = "TEFik7dGm6r5Y1Af9mGwnELuJLa1jXDDUB"
-OURS_HEX = "412efffc7686e54ab669a1cdb1e2cc17cf4b4eca96"
-SENDER = "TGJn1wnUYHJbvN88cynZbsAz2EMeZq73yx"
-SENDER_HEX = "41458437be39f3a8bfdbfee7bef93e2c5f632ceff4"
-OURS_TOO = "TL24LCps5FKwp3PoU1MvrYrwhi5LU1tHre"  # 416e3b44... of the tx-info sample
+# The recipient of the TRX and USDT samples, and their sender (41dc263d...).
+OURS = "TEXFuhpjF8RyncAYX7aunyhwW7F3RUALc5"
+OURS_HEX = "4131f03dba56fddb1c649959a2fb3c241f6c7bb62b"
+SENDER = "TW3FUKMyBkEyaehtPF1ZQBg1yGdbibGNBr"
+SENDER_HEX = "41dc263dc93af4d34ce4748b0da1edcecf9cedcca6"
+OURS_TOO = "TVTubzXrxqQDkwM4p8U63N4Ajrnz3c7fSe"  # whom OURS pays 3 USDT in the trc20 sample
 USDT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
-USDDOLD = "TPYmHEhy5n8TCEfYGqW2rPxsghSfzghPDn"  # the other token of the trc20 sample
+LOOKALIKE = "THbeLKM84TvYPs8GM2qLQEnbMU5KSjVK8j"  # the other "USDT" of the trc20 sample
 
-TRX_HEIGHT = 75418399  # block of the recorded TRX transfer
+TRX_HEIGHT = 77_120_458  # block of the sample's TRX transfer; its USDT one is 11 blocks later
 TIP = TRX_HEIGHT + 30
 SOLIDIFIED = TRX_HEIGHT + 10
 
@@ -138,14 +138,14 @@ def test_credits_a_trx_transfer_in_sun_from_the_recorded_sample(loopback, sleeps
     assert result.transfers == [
         ObservedTransfer(
             network="tron",
-            txid="8145535b24f71bc592b8ab2d94e91a30d12f74ab33fa4aab2ff2a27b767fc49b",
+            txid=recorded["data"][0]["txID"],
             index=0,
             address=OURS,
             asset="TRX",
-            amount_base=10000,
+            amount_base=12_500_000,  # 12.5 TRX
             confirmations=31,
             block_height=TRX_HEIGHT,
-            block_time=at_ms(1756914747000),
+            block_time=datetime(2025, 11, 1, 18, 15, 24, tzinfo=UTC),
             final=True,
         )
     ]
@@ -219,11 +219,13 @@ def test_credits_canonical_usdt_with_block_and_index_from_the_transaction_info(
 ):
     recorded = sample("tron/v1-accounts-transactions-trc20.json")["response"]
     loopback.route("GET", f"/v1/accounts/{OURS}/transactions/trc20", json_body=recorded)
-    tx = recorded["data"][0]["transaction_id"]  # the only item paying OURS
-    grid.infos[tx] = tx_info(tx, SOLIDIFIED + 1, events=[(USDT, OURS, 10000)])
+    tx = recorded["data"][0]["transaction_id"]  # the only USDT item paying OURS
+    info = sample("tron/wallet-gettransactioninfobyid-trc20.json")["response"]  # its info
+    grid.infos[tx] = info
 
     result = adapter(loopback, sleeps).scan([WatchTarget(OURS)])
 
+    # The look-alike "USDT" item pays OURS too, but the node has no info for it yet: it waits.
     assert result.transfers == [
         ObservedTransfer(
             network="tron",
@@ -231,41 +233,39 @@ def test_credits_canonical_usdt_with_block_and_index_from_the_transaction_info(
             index=0,
             address=OURS,
             asset="USDT",
-            amount_base=10000,
+            amount_base=25_000_000,  # 25 USDT
             confirmations=TIP - SOLIDIFIED,
             block_height=SOLIDIFIED + 1,
-            block_time=at_ms(1757590707000),
+            block_time=at_ms(info["blockTimeStamp"]),
             token_contract=USDT,
         )
     ]
-    [info_request] = grid.requests_to("/wallet/gettransactioninfobyid")
-    assert info_request.json() == {"value": tx}
+    asked = [r.json() for r in grid.requests_to("/wallet/gettransactioninfobyid")]
+    assert asked == [{"value": tx}, {"value": recorded["data"][1]["transaction_id"]}]
     [history] = grid.requests_to(f"/v1/accounts/{OURS}/transactions/trc20")
     assert history.query == {"only_to": "true", "limit": "200"}
 
 
 def test_a_token_from_another_contract_is_reported_as_token(loopback, sleeps, grid):
-    grid.history(OURS, trc20=[trc20_item(txid(1), contract=USDDOLD, value="1052192663968474700")])
-    grid.infos[txid(1)] = tx_info(
-        txid(1), TRX_HEIGHT, events=[(USDDOLD, OURS, 1052192663968474700)]
-    )
+    grid.history(OURS, trc20=[trc20_item(txid(1), contract=LOOKALIKE, value="800" + "0" * 18)])
+    grid.infos[txid(1)] = tx_info(txid(1), TRX_HEIGHT, events=[(LOOKALIKE, OURS, 800 * 10**18)])
 
     [transfer] = adapter(loopback, sleeps).scan([WatchTarget(OURS)]).transfers
 
-    assert (transfer.asset, transfer.token_contract) == ("TOKEN", USDDOLD)
-    assert (transfer.amount_base, transfer.index, transfer.final) == (1052192663968474700, 0, True)
+    assert (transfer.asset, transfer.token_contract) == ("TOKEN", LOOKALIKE)
+    assert (transfer.amount_base, transfer.index, transfer.final) == (800 * 10**18, 0, True)
 
 
 def test_one_transaction_paying_two_of_our_addresses_gets_two_indexes(loopback, sleeps, grid):
     grid.history(OURS, trc20=[trc20_item(txid(1), value="5")])
     grid.history(OURS_TOO, trc20=[trc20_item(txid(1), to=OURS_TOO, value="7")])
     grid.infos[txid(1)] = tx_info(
-        txid(1), TRX_HEIGHT, events=[(USDDOLD, OURS, 5), (USDT, OURS_TOO, 7), (USDT, OURS, 5)]
+        txid(1), TRX_HEIGHT, events=[(LOOKALIKE, OURS, 5), (USDT, OURS_TOO, 7), (USDT, OURS, 5)]
     )
 
     result = adapter(loopback, sleeps).scan([WatchTarget(OURS), WatchTarget(OURS_TOO)])
 
-    # Positions in the log: the USDDOLD event at 0 is not the USDT transfer listed.
+    # Positions in the log: the LOOKALIKE event at 0 is not the USDT transfer listed.
     assert [(t.address, t.index, t.amount_base) for t in result.transfers] == [
         (OURS, 2, 5),
         (OURS_TOO, 1, 7),
