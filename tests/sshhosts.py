@@ -44,6 +44,8 @@ from pathlib import Path
 
 import pytest
 
+from kernodeck.provisioning.agent import ARCHIVE_NAME as AGENT_NAME
+
 SSHD = "/usr/sbin/sshd"
 LAB_PARENT = "/run"
 
@@ -442,7 +444,7 @@ class SshLab:
         for host in self.hosts:
             shutil.rmtree(host.state_dir, ignore_errors=True)
             with contextlib.suppress(FileNotFoundError):
-                (host.base / "agent" / "kernodeck_agent.py").unlink()
+                (host.base / "agent" / AGENT_NAME).unlink()
             for child in host.home_base.iterdir():
                 shutil.rmtree(child, ignore_errors=True)
             for i in range(host.gpu_count):
