@@ -48,6 +48,8 @@ class AgentHost:
         (self.base / "dev" / "dri").mkdir(parents=True)
         (self.base / "home").mkdir()
         (self.base / "tools").mkdir()
+        (self.base / "tmp").mkdir(mode=0o1777)
+        (self.base / "tmp").chmod(0o1777)
         if vendor == "nvidia":
             for i in range(4):
                 (self.base / "dev" / f"nvidia{i}").write_text(f"gpu {i}\n")
@@ -76,6 +78,7 @@ class AgentHost:
                     "tools_path": str(self.base / "tools"),
                     "kill_wait": 5,
                     "service_wait": 3,
+                    "shared_dirs": [str(self.base / "tmp")],
                 }
             )
         )

@@ -182,7 +182,7 @@ def test_a_paid_order_is_delivered_used_over_ssh_extended_and_ended_with_no_oper
         account,
         key_path,
         f'echo "gpus=$CUDA_VISIBLE_DEVICES"; id -un; '
-        f'for d in {devices}; do if cat "$d" >/dev/null 2>&1; then echo "open $d"; '
+        f'for d in {devices}; do if {host.opener} "$d"; then echo "open $d"; '
         f'else echo "denied $d"; fi; done',
     )
     assert probe.returncode == 0, probe.stderr
@@ -410,7 +410,7 @@ def test_two_rentals_on_one_node_never_see_each_others_gpus_or_files(lab):
             user,
             key,
             f"echo $CUDA_VISIBLE_DEVICES; echo secret > ~/workspace/mine; "
-            f"for i in 0 1 2 3; do cat {dev}/nvidia$i >/dev/null 2>&1 && echo $i; done; "
+            f"for i in 0 1 2 3; do {host.opener} {dev}/nvidia$i && echo $i; done; "
             f"ls {host.home_base / other} >/dev/null 2>&1 && echo 'sees other' || echo 'walled'",
         ).stdout.split()
 

@@ -8,16 +8,12 @@ import hashlib
 import os
 import pwd
 
-from .common import (
-    KEY_RE,
-    AgentError,
-    ensure_dir,
-    now,
-    run,
-    write_file,
-)
+from . import fsafe
+from .common import KEY_RE, AgentError, now, run
 from .devices import env_lines, grant_devices
 from .inventory import collect_inventory
+
+HOOK = '[ -r "$HOME/.kernodeck/env" ] && . "$HOME/.kernodeck/env"\n'
 
 
 def account_entry(account):
@@ -47,6 +43,124 @@ def valid_gpus(gpus):
     if len(set(gpus)) != len(gpus):
         raise AgentError("a GPU is listed twice")
     return sorted(gpus)
+
+
+@contextlib.contextmanager
+def home_fd(host, account, uid):
+    """The account's home, opened without following links and checked to be its own."""
+    base = fsafe.open_base(host.settings["home_base"])
+    try:
+        fd = fsafe.open_dir(base, account, owners={0, uid}, where=f"the home of {account}")
+    finally:
+        os.close(base)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def make_home(host, account, uid, gid):
+    """Creates (or checks) the home, 0700 and the account's own, under the home base."""
+    base = fsafe.open_base(host.settings["home_base"])
+    try:
+        fd = fsafe.ensure_dir(
+            base, account, mode=0o700, uid=uid, gid=gid, where=f"the home of {account}"
+        )
+    finally:
+        os.close(base)
+    os.close(fd)
+
+
+def write_keys(host, account, uid, keys):
+    """Root's `~/.ssh/authorized_keys` holding exactly `keys`; True when it changed.
+
+    `.ssh` belongs to root: a link or a folder of the tenant's in its place is refused.
+    """
+    authorized = "".join(key + "\n" for key in keys)
+    with home_fd(host, account, uid) as home:
+        ssh = fsafe.ensure_dir(home, ".ssh", mode=0o755, uid=0, gid=0, where=f"~{account}/.ssh")
+        try:
+            where = f"~{account}/.ssh/authorized_keys"
+            previous = fsafe.read_text(ssh, "authorized_keys", owners={0}, where=where)
+            if previous != authorized:
+                fsafe.write_text(ssh, "authorized_keys", authorized, mode=0o644)
+        finally:
+            os.close(ssh)
+    return previous != authorized, hashlib.sha256(authorized.encode()).hexdigest()
+
+
+def remove_keys(host, account, uid):
+    """Removes `~/.ssh/authorized_keys`, only from root's own `.ssh` of that home."""
+    with home_fd(host, account, uid) as home:
+        try:
+            ssh = fsafe.open_dir(home, ".ssh", owners={0}, where=f"~{account}/.ssh")
+        except FileNotFoundError:
+            return False
+        try:
+            return fsafe.unlink(ssh, "authorized_keys")
+        finally:
+            os.close(ssh)
+
+
+def write_environment(host, account, uid, gid, variables):
+    """`~/.kernodeck/env` (root's) and the hook in the account's `.bashrc` and `.profile`."""
+    env_text = "".join(f"export {k}={v}\n" for k, v in variables.items())
+    with home_fd(host, account, uid) as home:
+        where = f"~{account}/.kernodeck"
+        own = fsafe.ensure_dir(home, ".kernodeck", mode=0o755, uid=0, gid=0, where=where)
+        try:
+            fsafe.write_text(own, "env", env_text, mode=0o644)
+        finally:
+            os.close(own)
+        for rc in (".bashrc", ".profile"):
+            text = fsafe.read_text(home, rc, owners={uid}, where=f"~{account}/{rc}") or ""
+            if HOOK not in text:
+                fsafe.write_text(home, rc, HOOK + text, mode=0o644, uid=uid, gid=gid)
+
+
+def make_account(host, account, reference, home):
+    """A new account with a uid and gid never used on this node before (see Host.take_id)."""
+    for _attempt in range(20):
+        number = host.take_id()
+        run(["groupadd", "--gid", str(number), account], check=False)
+        group = grp.getgrnam(account) if _group_exists(account) else None
+        if not group or group.gr_gid != number:
+            if group:
+                run(["groupdel", account], check=False)
+            continue
+        made = run(
+            [
+                "useradd",
+                "--uid",
+                str(number),
+                "--gid",
+                str(number),
+                "--no-log-init",
+                "--home-dir",
+                home,
+                "--no-create-home",
+                "--shell",
+                "/bin/bash",
+                "--comment",
+                f"Kernodeck rental {reference}",
+                account,
+            ],
+            check=False,
+        )
+        if made.returncode == 0:
+            return account_entry(account)
+        run(["groupdel", account], check=False)
+        if account_entry(account):
+            break
+    raise AgentError(f"no free uid could be found for {account} in the agent's range")
+
+
+def _group_exists(name):
+    try:
+        grp.getgrnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 def cmd_create(host, request):
@@ -94,21 +208,9 @@ def cmd_create(host, request):
         host.save(account, state)  # recorded first: a crash half-way is still ours to clean
         changed = True
     if not entry:
-        run(
-            [
-                "useradd",
-                "--home-dir",
-                home,
-                "--no-create-home",
-                "--shell",
-                "/bin/bash",
-                "--user-group",
-                "--comment",
-                f"Kernodeck rental {reference}",
-                account,
-            ]
-        )
-        entry = account_entry(account)
+        entry = make_account(host, account, reference, home)
+        state["uid"] = entry.pw_uid
+        host.save(account, state)
         # "*": no password can ever match, yet the account is not "locked", which sshd
         # (without PAM) would refuse even for key logins. destroy locks it ("!*").
         run(["usermod", "--password", "*", account])
@@ -119,34 +221,25 @@ def cmd_create(host, request):
             with contextlib.suppress(KeyError):
                 if account not in grp.getgrnam(group).gr_mem:
                     run(["usermod", "--append", "--groups", group, account])
-    ensure_dir(home, mode=0o700, uid=uid, gid=gid)
+    make_home(host, account, uid, gid)
     workspace = os.path.join(home, "workspace")
-    ensure_dir(workspace, mode=0o700, uid=uid, gid=gid)
+    with home_fd(host, account, uid) as home_dir:
+        where = f"~{account}/workspace"
+        os.close(
+            fsafe.ensure_dir(home_dir, "workspace", mode=0o700, uid=uid, gid=gid, where=where)
+        )
     # Root owns what decides access and the GPU environment; the customer owns the rest.
-    ensure_dir(os.path.join(home, ".ssh"), mode=0o755)
-    authorized = "".join(key + "\n" for key in keys)
-    keys_path = os.path.join(home, ".ssh", "authorized_keys")
-    previous = open(keys_path).read() if os.path.isfile(keys_path) else None  # noqa: SIM115
-    if previous != authorized:
-        write_file(keys_path, authorized, mode=0o644)
-        changed = True
-    ensure_dir(os.path.join(home, ".kernodeck"), mode=0o755)
+    keys_changed, keys_sha256 = write_keys(host, account, uid, keys)
+    changed = changed or keys_changed
     variables = env_lines(backend, gpus)
-    env_text = "".join(f"export {k}={v}\n" for k, v in variables.items())
-    write_file(os.path.join(home, ".kernodeck", "env"), env_text, mode=0o644)
-    hook = '[ -r "$HOME/.kernodeck/env" ] && . "$HOME/.kernodeck/env"\n'
-    for rc in (".bashrc", ".profile"):
-        path = os.path.join(home, rc)
-        text = open(path).read() if os.path.isfile(path) and not os.path.islink(path) else ""  # noqa: SIM115
-        if hook not in text:
-            write_file(path, hook + text, mode=0o644, uid=uid, gid=gid)
+    write_environment(host, account, uid, gid, variables)
     grant_devices(host, backend, gpus, gid, inventory_gpus=inventory["gpus"])
     by_index = {g["index"]: g for g in inventory["gpus"]}
     state["devices"] = [
         {"index": i, "path": host.device_path(backend, by_index.get(i, {"index": i}))}
         for i in gpus
     ]
-    state["keys_sha256"] = hashlib.sha256(authorized.encode()).hexdigest()
+    state["keys_sha256"] = keys_sha256
     host.save(account, state)
     return {
         "account": account,

@@ -17,6 +17,12 @@ DEFAULTS = {
     "recipe_timeout": 1800,
     "service_wait": 90,
     "kill_wait": 10,
+    # Rental accounts' uids and gids: above systemd's container range, below 2^31, and
+    # counted in the agent's state so that no number is ever handed out twice on a node.
+    "uid_min": 1_900_000_000,
+    "uid_max": 1_999_999_999,
+    # Shared temporary folders emptied of a rental's files at its end.
+    "shared_dirs": ["/tmp", "/var/tmp", "/dev/shm"],  # noqa: S108
 }
 
 REFERENCE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,23}$")
@@ -71,11 +77,3 @@ def write_file(path, text, *, mode, uid=0, gid=0):
     os.chown(tmp, uid, gid)
     os.chmod(tmp, mode)
     os.replace(tmp, path)
-
-
-def ensure_dir(path, *, mode, uid=0, gid=0):
-    if os.path.islink(path):
-        os.unlink(path)
-    os.makedirs(path, exist_ok=True)
-    os.chown(path, uid, gid)
-    os.chmod(path, mode)

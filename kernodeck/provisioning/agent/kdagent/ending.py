@@ -6,11 +6,11 @@ import contextlib
 import datetime as dt
 import grp
 import os
-import shutil
 import signal
 import time
 
-from .accounts import account_entry
+from . import fsafe
+from .accounts import account_entry, remove_keys
 from .common import (
     AgentError,
     now,
@@ -93,12 +93,45 @@ def stop_processes(host, uid):
         time.sleep(0.1)
 
 
+def release(host, uid):
+    """Nothing of the uid outlives the rental: its processes, its files in the shared
+    temporary folders and its System V IPC objects are gone, and that is checked."""
+    stop_processes(host, uid)
+    left = []
+    for top in host.settings["shared_dirs"]:
+        left += fsafe.remove_owned(top, uid)
+    remove_ipc(uid)
+    stop_processes(host, uid)
+    if left:
+        raise AgentError(f"files of uid {uid} could not be removed: {', '.join(left[:3])}")
+
+
+def remove_ipc(uid):
+    """Removes the uid's shared memory segments, message queues and semaphore sets."""
+    for kind, flag in (("shm", "-m"), ("msg", "-q"), ("sem", "-s")):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            # key, id, perms, ... then uid, gid, cuid, cgid at fixed places per kind.
+            uid_at = {"shm": 7, "msg": 7, "sem": 4}[kind]
+            if len(fields) > uid_at + 2 and uid in (int(fields[uid_at]), int(fields[uid_at + 2])):
+                run(["ipcrm", flag, fields[1]], check=False)
+
+
 def wipe(host, state):
-    """Removes the account, its group and its home: the end of the retention period."""
+    """Removes the account, its group and its home: the end of the retention period.
+
+    The uid is not handed out again (Host.take_id), so nothing it left can pass to another
+    rental even where a file escaped the cleanup.
+    """
     account = state["account"]
-    if account_entry(account):
-        entry = account_entry(account)
-        stop_processes(host, entry.pw_uid)
+    entry = account_entry(account)
+    if entry:
+        release(host, entry.pw_uid)
         run(["userdel", account])
     with contextlib.suppress(KeyError):
         grp.getgrnam(account)
@@ -106,7 +139,11 @@ def wipe(host, state):
     home = state["home"]
     base = os.path.realpath(host.settings["home_base"])
     if os.path.dirname(os.path.realpath(home)) == base and os.path.basename(home) == account:
-        shutil.rmtree(home, ignore_errors=True)
+        base_fd = fsafe.open_base(base)
+        try:
+            fsafe.remove_tree(base_fd, account)
+        finally:
+            os.close(base_fd)
     state["status"] = "wiped"
     state["wiped_at"] = now().isoformat()
     host.save(account, state)
@@ -130,16 +167,18 @@ def cmd_destroy(host, request):
         raise AgentError("retention_hours must be a whole number of hours up to a year")
     changed = False
     entry = account_entry(account)
+    refusal = None
     if state["status"] == "active":
         if entry:
             # Lock first so nothing new logs in, then remove keys, then stop what runs.
             run(
                 ["usermod", "--lock", "--expiredate", "1", "--shell", "/usr/sbin/nologin", account]
             )
-            keys_path = os.path.join(state["home"], ".ssh", "authorized_keys")
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(keys_path)
-            stop_processes(host, entry.pw_uid)
+            try:
+                remove_keys(host, account, entry.pw_uid)
+            except AgentError as exc:
+                refusal = str(exc)  # the locked account cannot log in with them anyway
+            release(host, entry.pw_uid)
             for group in ("render", "video"):
                 with contextlib.suppress(KeyError):
                     if account in grp.getgrnam(group).gr_mem:
@@ -148,8 +187,15 @@ def cmd_destroy(host, request):
         state["status"] = "ended"
         state["ended_at"] = now().isoformat()
         state["wipe_after"] = (now() + dt.timedelta(hours=retention)).isoformat()
+        if refusal:
+            state.setdefault("alerts", []).append({"at": now().isoformat(), "alert": refusal})
         host.save(account, state)
         changed = True
+        if refusal:
+            raise AgentError(
+                f"the rental ended and its account is locked, but its keys were left alone: "
+                f"{refusal}; the tenant replaced its own files, look at the account"
+            )
     elif entry and state["status"] == "ended":
         stop_processes(host, entry.pw_uid)
     sweep(host)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import grp
 import json
 import os
+import pwd
 import shutil
 
 from . import devices
@@ -43,10 +45,33 @@ class Host:
 
     def load(self, account):
         try:
-            with open(self.state_path(account)) as handle:
-                return json.load(handle)
+            fd = os.open(self.state_path(account), os.O_RDONLY | os.O_NOFOLLOW)
         except FileNotFoundError:
             return None
+        with os.fdopen(fd) as handle:
+            return json.load(handle)
+
+    def take_id(self):
+        """The next uid/gid of the agent's range, never handed out before on this node.
+
+        The counter lives in the state folder (root's alone) and moves on before the number
+        is used, so a crash half-way loses a number rather than giving it twice; numbers an
+        account or group of the machine already holds are skipped.
+        """
+        path = os.path.join(self.state_dir, "ids.json")
+        low, high = int(self.settings["uid_min"]), int(self.settings["uid_max"])
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd) as handle:
+                number = max(low, int(json.load(handle)["next"]))
+        except FileNotFoundError:
+            number = low
+        while number <= high and (_uid_taken(number) or _gid_taken(number)):
+            number += 1
+        if number > high:
+            raise AgentError(f"the agent's uid range {low}-{high} is used up")
+        write_file(path, json.dumps({"next": number + 1}), mode=0o600)
+        return number
 
     def save(self, account, state):
         write_file(self.state_path(account), json.dumps(state, sort_keys=True), mode=0o600)
@@ -81,3 +106,19 @@ class Host:
     def device_path(self, backend, gpu):
         """The device node that grants access to GPU `gpu["index"]`."""
         return devices.device_path(self.root, backend, gpu)
+
+
+def _uid_taken(number):
+    try:
+        pwd.getpwuid(number)
+    except KeyError:
+        return False
+    return True
+
+
+def _gid_taken(number):
+    try:
+        grp.getgrgid(number)
+    except KeyError:
+        return False
+    return True

@@ -1,0 +1,154 @@
+"""Tenants of one node, tried as a tenant would on real SSH test hosts (tests/sshhosts.py).
+
+Each host runs its sshd in its own mount, PID, UTS and IPC namespaces with private /tmp,
+/var/tmp and /dev/shm, real character devices for its GPUs, and the agent zipapp the ssh
+driver ships, run as root over SSH with the operator key exactly as the control plane does.
+Tenants log in with their own keys and try what a hostile customer would.
+"""
+
+from __future__ import annotations
+
+import json
+import pwd
+import subprocess
+
+import pytest
+
+from kernodeck.provisioning.agent import ARCHIVE_NAME, write_zipapp
+from tests.sshhosts import SshLab, ssh_lab_unavailable
+
+pytestmark = pytest.mark.skipif(bool(ssh_lab_unavailable()), reason=str(ssh_lab_unavailable()))
+
+
+@pytest.fixture(scope="module")
+def lab():
+    with SshLab(hosts=1, gpus=4) as lab:
+        yield lab
+
+
+class Node:
+    """One test host with the agent installed, driven as root and logged in to as tenants."""
+
+    def __init__(self, lab):
+        self.lab, self.host = lab, lab.hosts[0]
+        lab.reset()
+        write_zipapp(f"{self.host.agent_dir}/{ARCHIVE_NAME}")
+        self.keys = {}
+
+    def agent(self, command, request):
+        done = subprocess.run(
+            [
+                *self.host.ssh_argv("root", self.lab.operator_key_path),
+                f"python3 {self.host.agent_dir}/{ARCHIVE_NAME} {command}",
+            ],
+            input=json.dumps(request),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.stdout.strip(), done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    def rent(self, reference, gpus):
+        name = reference.lower()
+        if name not in self.keys:
+            self.keys[name] = self.lab.make_key(name)
+        answer = self.agent(
+            "create",
+            {
+                "reference": reference,
+                "backend": "cuda",
+                "gpus": gpus,
+                "keys": [self.keys[name][1]],
+            },
+        )
+        assert answer["ok"], answer
+        return answer["account"]
+
+    def end(self, reference, retention_hours=0):
+        return self.agent("destroy", {"reference": reference, "retention_hours": retention_hours})
+
+    def as_tenant(self, reference, command):
+        key = self.keys[reference.lower()][0]
+        account = self.lab.account_prefix + reference.lower().replace("kd-", "").replace("-", "")
+        return subprocess.run(
+            [*self.host.ssh_argv(account, key), command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def as_root(self, command):
+        return subprocess.run(
+            [*self.host.ssh_argv("root", self.lab.operator_key_path), command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+
+@pytest.fixture
+def node(lab):
+    return Node(lab)
+
+
+def test_a_tenant_linking_its_ssh_folder_elsewhere_never_makes_root_remove_those_keys(node):
+    host = node.host
+    root_keys = (host.root_ssh_dir / "authorized_keys").read_text()
+    node.rent("KD-AAAA-0001", [0])
+    other = node.rent("KD-BBBB-0002", [1])
+    node.rent("KD-CCCC-0003", [2])
+    node.rent("KD-DDDD-0004", [3])
+    other_ssh = host.home_base / other / ".ssh"
+    other_keys = (other_ssh / "authorized_keys").read_text()
+    (host.home_base / other / "workspace" / "results.txt").write_text("mine\n")
+    # A points its .ssh at the other rental's, C at root's; D its workspace at the other's.
+    for reference, target, name in (
+        ("KD-AAAA-0001", other_ssh, ".ssh"),
+        ("KD-CCCC-0003", host.root_ssh_dir, ".ssh"),
+        ("KD-DDDD-0004", host.home_base / other / "workspace", "workspace"),
+    ):
+        done = node.as_tenant(reference, f"mv ~/{name} ~/{name}.old && ln -s {target} ~/{name}")
+        assert done.returncode == 0, done.stderr
+
+    for reference in ("KD-AAAA-0001", "KD-CCCC-0003"):
+        ended = node.end(reference)
+        assert not ended["ok"] and "refusing to follow" in ended["error"], ended
+        assert "symbolic link" in ended["error"]
+        assert node.as_tenant(reference, "true").returncode == 255  # locked all the same
+    assert node.end("KD-DDDD-0004")["ok"]
+    assert node.agent("inventory", {})["ok"]  # the sweep wipes the ended homes
+
+    assert (host.root_ssh_dir / "authorized_keys").read_text() == root_keys
+    assert node.as_root("true").returncode == 0
+    assert (other_ssh / "authorized_keys").read_text() == other_keys
+    assert node.as_tenant("KD-BBBB-0002", "cat workspace/results.txt").stdout == "mine\n"
+    assert sorted(p.name for p in host.home_base.iterdir()) == [other]
+
+
+def test_a_departed_tenants_files_and_processes_never_pass_to_the_next_rental(node):
+    first = node.rent("KD-EEEE-0005", [0])
+    planted = node.as_tenant(
+        "KD-EEEE-0005",
+        "umask 077; for d in /tmp /var/tmp /dev/shm; do echo secret > $d/left.txt; done; "
+        "mkdir /tmp/cache && echo secret > /tmp/cache/deep.txt; ipcmk -M 4096 >/dev/null; "
+        "setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo started",
+    )
+    assert planted.stdout.strip() == "started", planted.stderr
+    first_uid = pwd.getpwnam(first).pw_uid
+    assert str(first_uid) in node.as_root("cat /proc/sysvipc/shm").stdout
+
+    assert node.end("KD-EEEE-0005")["ok"]
+    second = node.rent("KD-FFFF-0006", [1])  # the sweep wipes the first account meanwhile
+
+    with pytest.raises(KeyError):
+        pwd.getpwnam(first)
+    assert pwd.getpwnam(second).pw_uid != first_uid
+    left = ("/tmp/left.txt", "/var/tmp/left.txt", "/dev/shm/left.txt", "/tmp/cache")  # noqa: S108
+    for path in left:
+        assert not node.host.node_path(path).exists(), path
+    read = node.as_tenant("KD-FFFF-0006", "cat /tmp/left.txt /dev/shm/left.txt /tmp/cache/*")
+    assert read.returncode != 0 and "secret" not in read.stdout
+    shm = node.as_root("cat /proc/sysvipc/shm").stdout.splitlines()[1:]
+    assert not [row for row in shm if str(first_uid) in row.split()]
+    assert node.as_root(f"ps -o pid= -u {first_uid} || true").stdout.strip() == ""
