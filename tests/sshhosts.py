@@ -234,6 +234,7 @@ class TestHost:
             "home_base": str(self.home_base),
             "state_dir": str(self.state_dir),
             "prefix": self.lab.account_prefix,
+            "gpu_group": self.lab.gpu_group,
             "tools_path": str(self.base / "tools"),
             "service_wait": 20,
             "recipe_timeout": 60,
@@ -400,6 +401,7 @@ class SshLab:
     def __init__(self, hosts: int = 2, gpus: int = 4, use_namespaces: bool = True):
         self.pid = os.getpid()
         self.account_prefix = f"kdt{self.pid}x-"
+        self.gpu_group = f"{self.account_prefix}gpu"  # the agent's shared GPU group here
         self.count = hosts
         self.gpus = gpus
         self.use_namespaces = use_namespaces
@@ -519,6 +521,7 @@ class SshLab:
             _kill_uid(entry.pw_uid)
             _run("userdel", entry.pw_name, check=False)
             _run("groupdel", entry.pw_name, check=False)
+        _run("groupdel", self.gpu_group, check=False)
         for host in self.hosts:
             shutil.rmtree(host.state_dir, ignore_errors=True)
             with contextlib.suppress(FileNotFoundError):
@@ -550,6 +553,7 @@ class SshLab:
                 _kill_uid(entry.pw_uid)
                 _run("userdel", entry.pw_name, check=False)
                 _run("groupdel", entry.pw_name, check=False)
+        _run("groupdel", self.gpu_group, check=False)
         for link in self.links:
             _run("ip", "link", "del", link, check=False)
         for name in self.namespaces:

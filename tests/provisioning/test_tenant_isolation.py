@@ -8,6 +8,7 @@ Tenants log in with their own keys and try what a hostile customer would.
 
 from __future__ import annotations
 
+import grp
 import json
 import pwd
 import subprocess
@@ -152,3 +153,41 @@ def test_a_departed_tenants_files_and_processes_never_pass_to_the_next_rental(no
     shm = node.as_root("cat /proc/sysvipc/shm").stdout.splitlines()[1:]
     assert not [row for row in shm if str(first_uid) in row.split()]
     assert node.as_root(f"ps -o pid= -u {first_uid} || true").stdout.strip() == ""
+
+
+def test_a_rental_opens_its_gpu_and_the_shared_cuda_devices_but_never_anothers_gpu(node):
+    dev = node.host.device_root / "dev"
+    node.rent("KD-GGGG-0007", [0, 1])
+    node.rent("KD-HHHH-0008", [2])
+    names = ["nvidia0", "nvidia1", "nvidia2", "nvidia3"]
+    names += ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"]
+
+    def opens(reference):
+        probe = "; ".join(
+            f"{node.host.opener} {dev / name} && echo {name}:open || echo {name}:denied"
+            for name in names
+        )
+        done = node.as_tenant(reference, probe)
+        assert done.returncode == 0, done.stderr
+        return dict(line.split(":") for line in done.stdout.split())
+
+    shared = {"nvidiactl": "open", "nvidia-uvm": "open", "nvidia-uvm-tools": "open"}
+    shared["nvidia-modeset"] = "open"
+    assert opens("KD-GGGG-0007") == {
+        "nvidia0": "open",
+        "nvidia1": "open",
+        "nvidia2": "denied",
+        "nvidia3": "denied",
+        **shared,
+    }
+    assert opens("KD-HHHH-0008") == {
+        "nvidia0": "denied",
+        "nvidia1": "denied",
+        "nvidia2": "open",
+        "nvidia3": "denied",
+        **shared,
+    }
+    # An ended rental leaves the GPU group: the shared devices are closed to it again.
+    ended = node.lab.account_prefix + "gggg0007"
+    assert node.end("KD-GGGG-0007", retention_hours=1)["ok"]
+    assert ended not in grp.getgrnam(node.lab.gpu_group).gr_mem

@@ -10,7 +10,7 @@ import pwd
 
 from . import fsafe
 from .common import KEY_RE, AgentError, now, run
-from .devices import env_lines, grant_devices
+from .devices import env_lines, grant_devices, join_gpu_group
 from .inventory import collect_inventory
 
 HOOK = '[ -r "$HOME/.kernodeck/env" ] && . "$HOME/.kernodeck/env"\n'
@@ -216,11 +216,7 @@ def cmd_create(host, request):
         run(["usermod", "--password", "*", account])
         changed = True
     uid, gid = entry.pw_uid, entry.pw_gid
-    if backend == "rocm":
-        for group in ("render", "video"):
-            with contextlib.suppress(KeyError):
-                if account not in grp.getgrnam(group).gr_mem:
-                    run(["usermod", "--append", "--groups", group, account])
+    join_gpu_group(host, account)
     make_home(host, account, uid, gid)
     workspace = os.path.join(home, "workspace")
     with home_fd(host, account, uid) as home_dir:
@@ -233,12 +229,7 @@ def cmd_create(host, request):
     changed = changed or keys_changed
     variables = env_lines(backend, gpus)
     write_environment(host, account, uid, gid, variables)
-    grant_devices(host, backend, gpus, gid, inventory_gpus=inventory["gpus"])
-    by_index = {g["index"]: g for g in inventory["gpus"]}
-    state["devices"] = [
-        {"index": i, "path": host.device_path(backend, by_index.get(i, {"index": i}))}
-        for i in gpus
-    ]
+    state["devices"] = grant_devices(host, backend, gpus, gid, inventory_gpus=inventory["gpus"])
     state["keys_sha256"] = keys_sha256
     host.save(account, state)
     return {

@@ -21,6 +21,9 @@ DEFAULTS = {
     # counted in the agent's state so that no number is ever handed out twice on a node.
     "uid_min": 1_900_000_000,
     "uid_max": 1_999_999_999,
+    # The group owning the GPU devices every GPU process opens (nvidiactl, nvidia-uvm,
+    # /dev/kfd...); active rental accounts are its members.
+    "gpu_group": "kernodeck-gpu",
     # Shared temporary folders emptied of a rental's files at its end.
     "shared_dirs": ["/tmp", "/var/tmp", "/dev/shm"],  # noqa: S108
 }

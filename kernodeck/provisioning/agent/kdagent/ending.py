@@ -16,7 +16,7 @@ from .common import (
     now,
     run,
 )
-from .devices import revoke_devices
+from .devices import leave_gpu_group, revoke_devices
 from .services import SERVICES, port_answers
 
 
@@ -179,10 +179,7 @@ def cmd_destroy(host, request):
             except AgentError as exc:
                 refusal = str(exc)  # the locked account cannot log in with them anyway
             release(host, entry.pw_uid)
-            for group in ("render", "video"):
-                with contextlib.suppress(KeyError):
-                    if account in grp.getgrnam(group).gr_mem:
-                        run(["gpasswd", "--delete", account, group])
+            leave_gpu_group(host, account)
         revoke_devices(host, state)
         state["status"] = "ended"
         state["ended_at"] = now().isoformat()
