@@ -191,3 +191,62 @@ def test_a_rental_opens_its_gpu_and_the_shared_cuda_devices_but_never_anothers_g
     ended = node.lab.account_prefix + "gggg0007"
     assert node.end("KD-GGGG-0007", retention_hours=1)["ok"]
     assert ended not in grp.getgrnam(node.lab.gpu_group).gr_mem
+
+
+# Stands in for JupyterLab in the rental's venv (the default recipe then installs nothing):
+# takes the token from the --config file the agent wrote (or its command line), as JupyterLab
+# does, and answers 200 with it, 403 without.
+JUPYTER_STANDIN = """#!/usr/bin/python3
+import http.server, json, sys, urllib.parse
+args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+token = args.get("IdentityProvider.token")  # a token on the command line, as before
+token = token or json.load(open(args["config"]))["IdentityProvider"]["token"]
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        self.send_response(200 if query.get("token") == [token] else 403)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(args["port"])), Handler).serve_forever()
+"""
+
+FETCH = (
+    "python3 -c 'import sys, urllib.request, urllib.error\n"
+    "try: print(urllib.request.urlopen(sys.argv[1]).status)\n"
+    "except urllib.error.HTTPError as e: print(e.code)' "
+)
+
+
+def test_the_notebook_token_is_never_on_a_command_line_nor_readable_by_another_tenant(node):
+    owner = node.rent("KD-JJJJ-0009", [0])
+    node.rent("KD-KKKK-0010", [1])
+    venv = node.host.home_base / owner / "workspace" / "venv" / "bin"
+    installed = node.as_tenant(
+        "KD-JJJJ-0009",
+        f"mkdir -p {venv} && ln -s /usr/bin/python3 {venv}/python",
+    )
+    assert installed.returncode == 0, installed.stderr
+    installed = subprocess.run(
+        [*node.host.ssh_argv(owner, node.keys["kd-jjjj-0009"][0]), f"cat > {venv}/jupyter-lab"],
+        input=JUPYTER_STANDIN,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert installed.returncode == 0, installed.stderr
+    assert node.as_tenant("KD-JJJJ-0009", f"chmod 755 {venv}/jupyter-lab").returncode == 0
+    prepared = node.agent("prepare", {"reference": "KD-JJJJ-0009", "preparation": "notebook"})
+    assert prepared["ok"], prepared
+    token, port = prepared["token"], prepared["port"]
+
+    seen = node.as_tenant("KD-KKKK-0010", "ps -eo user,args")
+    assert "jupyter-lab" in seen.stdout  # the other tenant does see the process...
+    assert token not in seen.stdout  # ...but never its token
+    url = f"http://127.0.0.1:{port}/lab"
+    assert node.as_tenant("KD-KKKK-0010", FETCH + url).stdout.strip() == "403"
+    secrets = node.host.home_base / owner / ".kernodeck" / "secrets"
+    stolen = node.as_tenant("KD-KKKK-0010", f"cat {secrets}/notebook.token {secrets}/*.json")
+    assert stolen.returncode != 0 and token not in stolen.stdout
+    assert node.as_tenant("KD-JJJJ-0009", f"{FETCH}'{url}?token={token}'").stdout.strip() == "200"
+    assert node.as_tenant("KD-JJJJ-0009", f"cat {secrets}/notebook.token").stdout == token

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
 import subprocess
 import time
 
-from .accounts import account_entry
+from . import fsafe
+from .accounts import account_entry, home_fd
 from .common import (
     AgentError,
     now,
@@ -19,9 +21,13 @@ PREPARATIONS = ("python", "pytorch", "notebook", "inference")
 SERVICES = ("notebook", "inference")
 
 # Default recipes: shell run as the rental account in its home. The agent passes
-# KD_WORKSPACE, KD_PORT, KD_TOKEN, KD_BACKEND, KD_TORCH_INDEX_URL, KD_MODEL. Services
-# bind to 127.0.0.1 only and are reached through an SSH tunnel; they detach with setsid
-# so the recipe can return while they run.
+# KD_WORKSPACE, KD_PORT, KD_BACKEND, KD_TORCH_INDEX_URL, KD_MODEL, and the service's secret
+# as KD_TOKEN_FILE: a file of the account's alone (0600 in its 0700 ~/.kernodeck/secrets),
+# with KD_NOTEBOOK_CONFIG, JupyterLab's config file holding the token. No secret is ever
+# put on a command line, where `ps` shows it to every account of the node. (KD_TOKEN, in
+# the recipe's own environment, stays for operators' recipes written before; /proc shows
+# an environment only to its owner and root.) Services bind to 127.0.0.1 only and are
+# reached through an SSH tunnel; they detach with setsid so the recipe can return.
 VENV = '[ -x "$KD_WORKSPACE/venv/bin/python" ] || python3 -m venv "$KD_WORKSPACE/venv"\n'
 PIP = '"$KD_WORKSPACE/venv/bin/pip" install'
 RECIPES = {
@@ -33,20 +39,49 @@ RECIPES = {
     ),
     "notebook": (
         "set -e\n" + VENV + f'[ -x "$KD_WORKSPACE/venv/bin/jupyter-lab" ] || {PIP} jupyterlab\n'
-        'setsid "$KD_WORKSPACE/venv/bin/jupyter-lab" --no-browser --ip=127.0.0.1 '
-        '--port="$KD_PORT" --IdentityProvider.token="$KD_TOKEN" '
-        '--ServerApp.root_dir="$KD_WORKSPACE" '
+        'setsid "$KD_WORKSPACE/venv/bin/jupyter-lab" --config="$KD_NOTEBOOK_CONFIG" '
+        '--no-browser --ip=127.0.0.1 --port="$KD_PORT" --ServerApp.root_dir="$KD_WORKSPACE" '
         '> "$HOME/.kernodeck-notebook.log" 2>&1 < /dev/null &\n'
     ),
     "inference": (
         'set -e\n[ -n "$KD_MODEL" ] || { echo "no model is configured for this node"; exit 2; }\n'
         + VENV
         + f'[ -x "$KD_WORKSPACE/venv/bin/vllm" ] || {PIP} vllm\n'
-        'setsid "$KD_WORKSPACE/venv/bin/vllm" serve "$KD_MODEL" --host 127.0.0.1 '
-        '--port "$KD_PORT" --api-key "$KD_TOKEN" '
+        # vLLM takes its key from VLLM_API_KEY as well as --api-key.
+        'VLLM_API_KEY="$(cat "$KD_TOKEN_FILE")" setsid "$KD_WORKSPACE/venv/bin/vllm" serve '
+        '"$KD_MODEL" --host 127.0.0.1 --port "$KD_PORT" '
         '> "$HOME/.kernodeck-inference.log" 2>&1 < /dev/null &\n'
     ),
 }
+
+
+def write_secrets(host, account, uid, gid, preparation, token):
+    """The service's secret in files of the account's alone; returns the variables naming them.
+
+    `~/.kernodeck` is root's (the tenant cannot swap what is inside); `secrets` in it is the
+    account's, 0700, and each file 0600, written without following any link.
+    """
+    with home_fd(host, account, uid) as home:
+        where = f"~{account}/.kernodeck"
+        own = fsafe.ensure_dir(home, ".kernodeck", mode=0o755, uid=0, gid=0, where=where)
+        try:
+            box = fsafe.ensure_dir(
+                own, "secrets", mode=0o700, uid=uid, gid=gid, where=where + "/secrets"
+            )
+        finally:
+            os.close(own)
+        try:
+            fsafe.write_text(box, f"{preparation}.token", token, mode=0o600, uid=uid, gid=gid)
+            if preparation == "notebook":
+                config = json.dumps({"IdentityProvider": {"token": token}})
+                fsafe.write_text(box, "notebook_config.json", config, mode=0o600, uid=uid, gid=gid)
+        finally:
+            os.close(box)
+    folder = os.path.join(host.home_for(account), ".kernodeck", "secrets")
+    variables = {"KD_TOKEN_FILE": os.path.join(folder, f"{preparation}.token")}
+    if preparation == "notebook":
+        variables["KD_NOTEBOOK_CONFIG"] = os.path.join(folder, "notebook_config.json")
+    return variables
 
 
 def free_port():
@@ -124,6 +159,10 @@ def cmd_prepare(host, request):
         "KD_MODEL": str(request.get("model") or ""),
     }
     env.update(env_lines(state["backend"], state["gpus"]))
+    if preparation in SERVICES:
+        env.update(
+            write_secrets(host, account, entry.pw_uid, entry.pw_gid, preparation, record["token"])
+        )
     with open(log_path, "ab") as log:
         log.write(f"--- {now().isoformat()} {preparation}\n".encode())
         log.flush()
