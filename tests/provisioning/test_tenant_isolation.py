@@ -12,6 +12,7 @@ import grp
 import json
 import pwd
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -250,3 +251,34 @@ def test_the_notebook_token_is_never_on_a_command_line_nor_readable_by_another_t
     assert stolen.returncode != 0 and token not in stolen.stdout
     assert node.as_tenant("KD-JJJJ-0009", f"{FETCH}'{url}?token={token}'").stdout.strip() == "200"
     assert node.as_tenant("KD-JJJJ-0009", f"cat {secrets}/notebook.token").stdout == token
+
+
+def test_each_rental_runs_in_its_own_cgroup_with_shares_from_its_gpus(node):
+    small = node.rent("KD-MMMM-0011", [0])
+    large = node.rent("KD-NNNN-0012", [1, 2])
+    states = {
+        account: json.loads((node.host.state_dir / "rentals" / f"{account}.json").read_text())
+        for account in (small, large)
+    }
+    controllers = Path("/sys/fs/cgroup/cgroup.controllers")
+    usable = controllers.exists() and {"cpu", "memory"} <= set(controllers.read_text().split())
+    if not usable:
+        # The rentals work all the same and their state says why they have no limits.
+        assert all("cgroup" in s["cgroup"]["reason"] for s in states.values()), states
+        pytest.skip(
+            f"cgroup v2 with cpu and memory is not writable here: {states[small]['cgroup']}"
+        )
+    folders = {a: Path(s["cgroup"]["path"]) for a, s in states.items()}
+    assert (folders[small] / "cpu.weight").read_text().strip() == "100"
+    assert (folders[large] / "cpu.weight").read_text().strip() == "200"
+    memory = {a: int((f / "memory.max").read_text()) for a, f in folders.items()}
+    assert memory[large] == pytest.approx(2 * memory[small], rel=0.01)
+    recipe = "cat /proc/self/cgroup > ~/workspace/cgroup"
+    ran = node.agent(
+        "prepare", {"reference": "KD-MMMM-0011", "preparation": "python", "recipe": recipe}
+    )
+    assert ran["ok"], ran
+    inside = (node.host.home_base / small / "workspace" / "cgroup").read_text()
+    assert inside.strip().endswith(f"/kernodeck/{small}")
+    assert node.end("KD-MMMM-0011", retention_hours=1)["ok"]
+    assert not folders[small].exists() and folders[large].exists()

@@ -8,7 +8,7 @@ import hashlib
 import os
 import pwd
 
-from . import fsafe
+from . import cgroups, fsafe
 from .common import KEY_RE, AgentError, now, run
 from .devices import env_lines, grant_devices, join_gpu_group
 from .inventory import collect_inventory
@@ -230,6 +230,8 @@ def cmd_create(host, request):
     variables = env_lines(backend, gpus)
     write_environment(host, account, uid, gid, variables)
     state["devices"] = grant_devices(host, backend, gpus, gid, inventory_gpus=inventory["gpus"])
+    node_gpus = len(inventory["gpus"]) or len(gpus)
+    state["cgroup"] = cgroups.ensure(host, account, len(gpus), node_gpus)
     state["keys_sha256"] = keys_sha256
     host.save(account, state)
     return {

@@ -24,6 +24,8 @@ DEFAULTS = {
     # The group owning the GPU devices every GPU process opens (nvidiactl, nvidia-uvm,
     # /dev/kfd...); active rental accounts are its members.
     "gpu_group": "kernodeck-gpu",
+    # Where cgroup v2 is mounted; rentals' cgroups go under kernodeck/ in it.
+    "cgroup_root": "/sys/fs/cgroup",
     # Shared temporary folders emptied of a rental's files at its end.
     "shared_dirs": ["/tmp", "/var/tmp", "/dev/shm"],  # noqa: S108
 }

@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from . import fsafe
+from . import cgroups, fsafe
 from .accounts import account_entry, remove_keys
 from .common import (
     AgentError,
@@ -93,9 +93,12 @@ def stop_processes(host, uid):
         time.sleep(0.1)
 
 
-def release(host, uid):
-    """Nothing of the uid outlives the rental: its processes, its files in the shared
-    temporary folders and its System V IPC objects are gone, and that is checked."""
+def release(host, uid, state=None):
+    """Nothing of the uid outlives the rental: its processes (its cgroup ended first), its
+    files in the shared temporary folders and its System V IPC objects are gone, checked."""
+    folder = ((state or {}).get("cgroup") or {}).get("path")
+    if not cgroups.end(folder, wait=float(host.settings["kill_wait"])):
+        raise AgentError(f"processes in {folder} did not stop")
     stop_processes(host, uid)
     left = []
     for top in host.settings["shared_dirs"]:
@@ -131,7 +134,7 @@ def wipe(host, state):
     account = state["account"]
     entry = account_entry(account)
     if entry:
-        release(host, entry.pw_uid)
+        release(host, entry.pw_uid, state)
         run(["userdel", account])
     with contextlib.suppress(KeyError):
         grp.getgrnam(account)
@@ -178,7 +181,7 @@ def cmd_destroy(host, request):
                 remove_keys(host, account, entry.pw_uid)
             except AgentError as exc:
                 refusal = str(exc)  # the locked account cannot log in with them anyway
-            release(host, entry.pw_uid)
+            release(host, entry.pw_uid, state)
             leave_gpu_group(host, account)
         revoke_devices(host, state)
         state["status"] = "ended"

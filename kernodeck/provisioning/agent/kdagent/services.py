@@ -9,7 +9,7 @@ import socket
 import subprocess
 import time
 
-from . import fsafe
+from . import cgroups, fsafe
 from .accounts import account_entry, home_fd
 from .common import (
     AgentError,
@@ -163,7 +163,8 @@ def cmd_prepare(host, request):
         env.update(
             write_secrets(host, account, entry.pw_uid, entry.pw_gid, preparation, record["token"])
         )
-    with open(log_path, "ab") as log:
+    rental_cgroup = (state.get("cgroup") or {}).get("path")
+    with open(log_path, "ab") as log, cgroups.inside(rental_cgroup):
         log.write(f"--- {now().isoformat()} {preparation}\n".encode())
         log.flush()
         try:
@@ -171,7 +172,7 @@ def cmd_prepare(host, request):
                 ["/bin/bash", "-c", recipe],
                 user=entry.pw_uid,
                 group=entry.pw_gid,
-                extra_groups=[],
+                extra_groups=os.getgrouplist(account, entry.pw_gid),
                 env=env,
                 cwd=home,
                 stdin=subprocess.DEVNULL,
