@@ -146,7 +146,8 @@ def remove_owned(top, uid):
     """Removes every entry owned by `uid` under the shared folder `top` (/tmp, /dev/shm...).
 
     Walks by descriptors without following links; a folder of uid's is emptied of uid's
-    entries and removed when nothing of anyone else remains in it. Returns what stays.
+    entries and removed when nothing of anyone else remains in it. Returns what could not
+    be removed.
     """
     try:
         base = open_base(top)
@@ -169,8 +170,11 @@ def remove_owned(top, uid):
                         os.rmdir(entry, dir_fd=fd)
                     else:
                         os.unlink(entry, dir_fd=fd)
-                except OSError:
-                    left.append(os.path.join(top, rel, entry))
+                except OSError as exc:
+                    # A folder still holding someone else's files stays (its uid is never
+                    # handed out again); a file that cannot go is reported.
+                    if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                        left.append(os.path.join(top, rel, entry))
     finally:
         os.close(base)
     return left
