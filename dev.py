@@ -14,6 +14,8 @@ reaches the child (the terminal signals its whole foreground process group), so 
 passed on only when this script is not in the terminal's foreground. The script exits
 with the child's status; when a signal ended the child, with 128 + that signal's number,
 as a shell reports it (130 after SIGINT, 143 after SIGTERM).
+
+`dev.py test` runs the suite on several processes (pytest-xdist, see parallel()).
 """
 
 import hashlib
@@ -105,7 +107,21 @@ def main(argv: list[str]) -> int:
     os.chdir(ROOT)
     if command == "demo":
         return run([str(BIN / "kernodeck"), "demo", *rest])
-    return run([str(PYTHON), "-m", "pytest", *rest])
+    return run([str(PYTHON), "-m", "pytest", *parallel(rest), *rest])
+
+
+def parallel(args: list[str]) -> list[str]:
+    """pytest-xdist's options for the whole suite: one worker per core, two at least (most
+    of the slow tests wait on servers, browsers and subprocesses) and four at most, each
+    test file kept on one worker (module fixtures such as the SSH hosts start once).
+    KERNODECK_TEST_WORKERS sets the number; 0, the caller's own -n or `-p no:xdist` runs
+    in one process."""
+    own = ("-n", "--numprocesses", "--version", "--help", "-h", "no:xdist", "-pno:xdist")
+    if any(arg.split("=")[0] in own or arg.startswith("-n") for arg in args):
+        return []
+    workers = os.environ.get("KERNODECK_TEST_WORKERS", "")
+    count = int(workers) if workers.isdigit() else max(2, min(os.cpu_count() or 1, 4))
+    return ["-n", str(count), "--dist", "loadfile"] if count else []
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ def kernodeck(*args, env):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,  # a hang guard for a busy machine
     )
 
 
