@@ -9,7 +9,9 @@ configurations) passes unchanged: each rule matches a recognisable secret shape,
 "anything long and random".
 """
 
+import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -22,6 +24,10 @@ KIND_LABELS = {
     "private_key": _("a private key block"),
     "extended_private_key": _("a wallet's extended private key"),
     "seed_phrase": _("a wallet recovery phrase (BIP39 words)"),
+    "seed_phrase_unchecked": _(
+        "words that look like a wallet recovery phrase (nearly all from one BIP39 list, "
+        "without a valid checksum): removed to be safe"
+    ),
     "huggingface_token": _("a Hugging Face token"),
     "openai_key": _("an API key (sk-…)"),
     "github_token": _("a GitHub token"),
@@ -139,56 +145,174 @@ _NOT_A_SECRET = re.compile(
 )
 
 
+# -- seed phrases -------------------------------------------------------------------------
+# A wallet's recovery phrase is 12, 15, 18, 21 or 24 words of one BIP39 list, in any case,
+# with any separators, numbered or bulleted, one per line, or cut to the four letters that
+# identify each word. Its last word carries a checksum: a run whose checksum holds is
+# certainly a phrase; a run where nearly all words are on one list is removed too (a typo
+# or a changed word breaks the checksum but not the danger), and the notice says so.
+
+SEED_LENGTHS = (12, 15, 18, 21, 24)
+_SEED_MIN = SEED_LENGTHS[0]
+# Lists written in Latin letters: each word is identified by its first four letters.
+_ABBREVIATED = {"english", "spanish", "french", "italian", "portuguese", "czech"}
+_TOKEN = re.compile(r"[^\W\d_]+")
+# What may stand between two words of one phrase: spaces and line breaks, commas, bars,
+# bullets, dashes, and the numbers of a numbered list ("1.", "2)", "(3)", "04").
+_GAP = re.compile(r"[\s\d.,;:|/\\()\[\]#*•·‣◦▪\-" "\u2013\u2014" r"\"'=>]{1,16}")
+_LONG_NUMBER = re.compile(r"\d{3}")
+_NUMBERING_BEFORE = re.compile(r"(?:[-*•·‣◦▪]\s?|\(?\d{1,2}[.):\]]?\s?)\Z")
+
+
+def _fold(word: str) -> str:
+    """Lower case without accents: `Ábaco`, `ABACO` and `ábaco` are one word."""
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+@dataclass(frozen=True)
+class Wordlist:
+    """One official BIP39 list: each word's index by its folded spelling (and by its
+    four-letter abbreviation where the list guarantees those are unique)."""
+
+    language: str
+    words: tuple[str, ...]
+    index: dict
+    prefixes: dict
+
+    def lookup(self, folded: str) -> int | None:
+        found = self.index.get(folded)
+        if found is None and self.prefixes and len(folded) >= 4:
+            found = self.prefixes.get(folded[:4])
+            if found is not None and not self.words[found].startswith(folded):
+                found = None
+        return found
+
+
 @lru_cache(maxsize=1)
-def bip39_words() -> frozenset[str]:
-    """The 2048 English BIP39 words (from bip_utils, a dependency already)."""
+def bip39_lists() -> tuple[Wordlist, ...]:
+    """Every official BIP39 list that bip_utils ships (a dependency already)."""
     from bip_utils import Bip39Languages
     from bip_utils.bip.bip39.bip39_mnemonic_utils import Bip39WordsListGetter
 
-    words = Bip39WordsListGetter().GetByLanguage(Bip39Languages.ENGLISH)
-    return frozenset(words.GetWordAtIdx(i) for i in range(words.Length()))
+    lists = []
+    for language in Bip39Languages:
+        source = Bip39WordsListGetter().GetByLanguage(language)
+        words = tuple(_fold(source.GetWordAtIdx(i)) for i in range(source.Length()))
+        name = language.name.lower()
+        prefixes = {}
+        if name in _ABBREVIATED:
+            prefixes = {w[:4]: i for i, w in enumerate(words) if len(w) >= 4}
+            if len(prefixes) != sum(1 for w in words if len(w) >= 4):
+                prefixes = {}  # not unique in this list: whole words only
+        lists.append(
+            Wordlist(
+                language=name,
+                words=words,
+                index={w: i for i, w in enumerate(words)},
+                prefixes=prefixes,
+            )
+        )
+    return tuple(lists)
 
 
-# A word, optionally numbered ("1. abandon", "1) abandon", "01 abandon"), in a run.
-_WORD = re.compile(r"(?:\d{1,2}[.):]?\s+)?([a-z]{3,8})\b")
-_SEED_MIN = 12
+def bip39_checksum_valid(indexes: list[int]) -> bool:
+    """Whether word indexes (12 to 24 of them) carry a valid BIP39 checksum."""
+    count = len(indexes)
+    if count not in SEED_LENGTHS:
+        return False
+    bits = 0
+    for index in indexes:
+        bits = (bits << 11) | index
+    checksum_bits = count // 3
+    entropy_bits = count * 11 - checksum_bits
+    entropy = (bits >> checksum_bits).to_bytes(entropy_bits // 8, "big")
+    expected = hashlib.sha256(entropy).digest()[0] >> (8 - checksum_bits)
+    return expected == bits & ((1 << checksum_bits) - 1)
 
 
-def _remove_seed_phrases(text: str) -> tuple[str, int]:
-    """Replace runs of 12 or more BIP39 words: a wallet's recovery phrase has 12 to 24, and
-    a longer run contains one, so the whole run goes."""
-    words = bip39_words()
-    found = 0
+def _chains(text: str):
+    """Runs of words separated only by what may separate a phrase's words."""
+    chain: list[re.Match] = []
+    for match in _TOKEN.finditer(text):
+        if chain:
+            gap = text[chain[-1].end() : match.start()]
+            if not _GAP.fullmatch(gap) or _LONG_NUMBER.search(gap) or gap.count("\n") > 3:
+                if len(chain) >= _SEED_MIN:
+                    yield chain
+                chain = []
+        chain.append(match)
+    if len(chain) >= _SEED_MIN:
+        yield chain
+
+
+def _phrase_groups(indexes: list[int | None]):
+    """(first, last + 1, checksum valid) for each stretch of at least 12 words where at
+    most one word in twelve is not on the list."""
+    runs = []
+    start = None
+    for i, value in enumerate([*indexes, None]):
+        if value is not None and start is None:
+            start = i
+        elif value is None and start is not None:
+            runs.append((start, i))
+            start = None
+    groups = []
+    for run in runs:
+        if groups:
+            first, last, misses = groups[-1]
+            if run[0] == last + 1 and misses + 1 <= (run[1] - first) // _SEED_MIN:
+                groups[-1] = (first, run[1], misses + 1)
+                continue
+        groups.append((run[0], run[1], 0))
+    for first, last, _misses in groups:
+        if last - first < _SEED_MIN:
+            continue
+        yield first, last, _checksum_somewhere(indexes[first:last])
+
+
+def _checksum_somewhere(indexes: list[int | None]) -> bool:
+    """A valid checksum over the whole stretch, or over a phrase at either of its ends
+    (a longer run is removed whole; the ends are where a pasted phrase sits)."""
+    for length in SEED_LENGTHS:
+        for window in (indexes[:length], indexes[-length:]):
+            if len(window) == length and None not in window and bip39_checksum_valid(window):
+                return True
+    return False
+
+
+def _remove_seed_phrases(text: str) -> tuple[str, int, int]:
+    """Remove seed phrases; returns (text, with a valid checksum, without one)."""
+    spans: list[list] = []
+    for chain in _chains(text):
+        folded = [_fold(m.group(0)) for m in chain]
+        for wordlist in bip39_lists():
+            indexes = [wordlist.lookup(word) for word in folded]
+            for first, last, valid in _phrase_groups(indexes):
+                start = chain[first].start()
+                before = _NUMBERING_BEFORE.search(text, max(0, start - 5), start)
+                if before is not None:
+                    start = before.start()
+                spans.append([start, chain[last - 1].end(), valid])
+    if not spans:
+        return text, 0, 0
+    spans.sort()
+    merged = [spans[0]]
+    for span in spans[1:]:
+        if span[0] <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], span[1])
+            merged[-1][2] = merged[-1][2] or span[2]
+        else:
+            merged.append(span)
     out = []
     pos = 0
-    scan = 0
-    while True:
-        match = _WORD.search(text, scan)
-        if match is None:
-            break
-        run_start = match.start()
-        run_end = match.end()
-        count = 0
-        cursor = match
-        while cursor is not None and cursor.group(1) in words:
-            count += 1
-            run_end = cursor.end()
-            following = text[run_end : run_end + 40]
-            nxt = re.match(r"[\s,]+", following)
-            if nxt is None:
-                break
-            candidate = _WORD.match(text, run_end + nxt.end())
-            cursor = candidate
-        if count >= _SEED_MIN:
-            out.append(text[pos:run_start])
-            out.append(REMOVED)
-            pos = run_end
-            found += 1
-            scan = run_end
-        else:
-            scan = match.end()
+    for start, end, _valid in merged:
+        out.append(text[pos:start])
+        out.append(REMOVED)
+        pos = end
     out.append(text[pos:])
-    return "".join(out), found
+    valid = sum(1 for span in merged if span[2])
+    return "".join(out), valid, len(merged) - valid
 
 
 def _assignment(match: re.Match, counter: list[int]) -> str:
@@ -204,10 +328,28 @@ def _assignment(match: re.Match, counter: list[int]) -> str:
     return f"{keep}{quote}{REMOVED}{quote}"
 
 
+# Characters that show nothing: zero-width space and joiners, word joiner, soft hyphen,
+# byte-order mark, direction marks and isolates, the Mongolian vowel separator. Pasted
+# inside a token they hide it from every rule, so they go before matching (and from the
+# stored text: they carry nothing a reader sees). A zero-width joiner between two
+# non-ASCII characters stays: it builds emoji and some scripts' letters.
+_INVISIBLE = re.compile(
+    "[\u00ad\u180e\u200b\u200c\u200e\u200f\u202a-\u202e\u2060-\u2064"
+    "\u2066-\u2069\ufeff]|(?<![\x80-\U0010ffff])\u200d|\u200d(?![\x80-\U0010ffff])"
+)
+
+
+def normalise(text: str) -> str:
+    """The text as matched and stored: composed (NFC) and without invisible characters."""
+    return _INVISIBLE.sub("", unicodedata.normalize("NFC", text))
+
+
 def redact(text: str, *, known_secrets: tuple[str, ...] | list[str] = ()) -> Redacted:
     """Remove secrets from `text`; `known_secrets` are exact values to remove as well
-    (the rental's notebook and inference tokens)."""
+    (the rental's notebook and inference tokens). The text is normalised first (see
+    `normalise`), so the result may differ from the input by invisible characters."""
     counts: dict[str, int] = {}
+    text = normalise(text)
 
     def add(kind, n):
         if n:
@@ -239,8 +381,9 @@ def redact(text: str, *, known_secrets: tuple[str, ...] | list[str] = ()) -> Red
     text = _ASSIGNMENT.sub(lambda m: _assignment(m, counter), text)
     add("assignment", counter[0])
 
-    text, n = _remove_seed_phrases(text)
-    add("seed_phrase", n)
+    text, valid, unchecked = _remove_seed_phrases(text)
+    add("seed_phrase", valid)
+    add("seed_phrase_unchecked", unchecked)
 
     order = list(KIND_LABELS)
     findings = tuple(Finding(k, counts[k]) for k in sorted(counts, key=order.index))

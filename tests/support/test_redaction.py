@@ -62,7 +62,7 @@ POSITIVES = [
     ("slack_token", f"curl -X POST {SLACK_HOOK}", SLACK_HOOK),
     ("jwt", f"Authorization: Bearer {JWT}", JWT),
     ("kernodeck_token", f"curl -H 'Authorization: Bearer {KD}' /api/v1/orders", KD),
-    ("seed_phrase", f"my wallet words: {SEED12}", SEED12),
+    ("seed_phrase_unchecked", f"my wallet words: {SEED12}", SEED12),
     ("seed_phrase", f"{SEED24}\n", SEED24),
     ("private_key", f"here is my key\n{PRIVATE_KEY}\nthanks", "b3BlbnNzaC1rZXktdjEAAAAABG5v"),
     ("private_key", RSA_KEY, "MIIEowIBAAKCAQEA7dummy"),
@@ -93,7 +93,7 @@ def test_a_numbered_seed_phrase_is_removed():
     numbered = "\n".join(f"{i}. {w}" for i, w in enumerate(SEED12.split(), 1))
     result = redact(numbered)
     assert "abandon" not in result.text and "accident" not in result.text
-    assert [f.kind for f in result.findings] == ["seed_phrase"]
+    assert [f.kind for f in result.findings] == ["seed_phrase_unchecked"]
 
 
 def test_eleven_bip39_words_are_not_a_seed_phrase():
