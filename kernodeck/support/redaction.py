@@ -35,6 +35,10 @@ KIND_LABELS = {
     "slack_token": _("a Slack token or webhook"),
     "jwt": _("a signed web token (JWT)"),
     "url_password": _("a password inside a URL"),
+    "authorization_header": _("the credential of an Authorization header"),
+    "command_password": _("a password given on a command line"),
+    "keypair_array": _("a wallet keypair (an array of 64 numbers, like Solana's id.json)"),
+    "wif_key": _("a Bitcoin private key (WIF)"),
     "assignment": _("a password, token or secret assignment"),
     "kernodeck_token": _("a Kernodeck API token"),
     "rental_secret": _("your rental's notebook or inference secret"),
@@ -67,8 +71,54 @@ class Redacted:
 _NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9_])"
 _NOT_ALNUM_AFTER = r"(?![A-Za-z0-9_])"
 
-# (kind, pattern, group to replace or 0 for the whole match), applied in this order.
-_RULES: list[tuple[str, re.Pattern, int]] = [
+_BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def _base58check(text: str) -> bytes | None:
+    """The payload of a Base58Check string, or None when its checksum does not hold."""
+    number = 0
+    for char in text:
+        number = number * 58 + _BASE58.index(char)
+    raw = number.to_bytes((number.bit_length() + 7) // 8, "big")
+    raw = b"\0" * (len(text) - len(text.lstrip("1"))) + raw
+    payload, checksum = raw[:-4], raw[-4:]
+    if hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4] != checksum:
+        return None
+    return payload
+
+
+def _is_wif(match: re.Match) -> bool:
+    """A Bitcoin private key in Wallet Import Format: version 0x80 (mainnet) or 0xef
+    (testnet), 32 bytes, and 0x01 when the public key is compressed."""
+    payload = _base58check(match.group(0))
+    if payload is None or payload[:1] not in {b"\x80", b"\xef"}:
+        return False
+    return len(payload) == 33 or (len(payload) == 34 and payload[-1] == 1)
+
+
+def _is_keypair(match: re.Match) -> bool:
+    return all(int(n) <= 255 for n in re.findall(r"\d+", match.group(0)))
+
+
+def _hf_wrapped(match: re.Match) -> bool:
+    """`hf_` and 34 letters, possibly broken over two lines by a terminal or an editor."""
+    first, rest = match.group("first"), match.group("rest")
+    return len(first) + len(rest) == 34 or (len(first) < 20 and len(first) + len(rest) >= 20)
+
+
+def _looks_secret(value: str) -> bool:
+    """A value after `secret:` or `--password ` (weaker signs than `=`) that is not a word:
+    it holds a digit or a symbol, or mixes case inside it."""
+    if len(value) < 4 or value == REMOVED or _NOT_A_SECRET.match(value):
+        return False
+    if any(c.isdigit() for c in value) or not value.isalpha():
+        return True
+    return value[1:] != value[1:].lower()
+
+
+# (kind, pattern, group to replace or 0 for the whole match, check or None), in this order;
+# a match the check refuses stays as it was.
+_RULES: list[tuple] = [
     (
         "private_key",
         re.compile(
@@ -77,18 +127,51 @@ _RULES: list[tuple[str, re.Pattern, int]] = [
             re.DOTALL,
         ),
         0,
+        None,
+    ),
+    # A PuTTY key file (.ppk): from its first line to the Private-MAC line.
+    (
+        "private_key",
+        re.compile(r"PuTTY-User-Key-File-\d+:.*?(?:Private-(?:MAC|Hash):[^\n]*|\Z)", re.DOTALL),
+        0,
+        None,
+    ),
+    # A Solana (and other ed25519 wallets') id.json: the keypair as 64 numbers.
+    (
+        "keypair_array",
+        re.compile(r"\[\s*(?:\d{1,3}\s*,\s*){63}\d{1,3}\s*\]"),
+        0,
+        _is_keypair,
+    ),
+    (
+        "wif_key",
+        re.compile(r"(?<![A-Za-z0-9])[59KLc][1-9A-HJ-NP-Za-km-z]{50,51}(?![A-Za-z0-9])"),
+        0,
+        _is_wif,
     ),
     (
         "extended_private_key",
         re.compile(_NOT_ALNUM_BEFORE + r"[xyztuvXYZ]prv[1-9A-HJ-NP-Za-km-z]{100,}"),
         0,
+        None,
     ),
-    ("kernodeck_token", re.compile(_NOT_ALNUM_BEFORE + r"kd_[A-Za-z0-9_\-]{20,}"), 0),
-    ("huggingface_token", re.compile(_NOT_ALNUM_BEFORE + r"hf_[A-Za-z0-9]{20,}"), 0),
+    ("kernodeck_token", re.compile(_NOT_ALNUM_BEFORE + r"kd_[A-Za-z0-9_\-]{20,}"), 0, None),
+    (
+        "huggingface_token",
+        re.compile(
+            _NOT_ALNUM_BEFORE
+            + r"hf_(?P<first>[A-Za-z0-9]{4,33})[ \t]*\r?\n[ \t]*(?P<rest>[A-Za-z0-9]{1,36})"
+            + _NOT_ALNUM_AFTER
+        ),
+        0,
+        _hf_wrapped,
+    ),
+    ("huggingface_token", re.compile(_NOT_ALNUM_BEFORE + r"hf_[A-Za-z0-9]{20,}"), 0, None),
     (
         "openai_key",
         re.compile(_NOT_ALNUM_BEFORE + r"sk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_\-]{20,}"),
         0,
+        None,
     ),
     (
         "github_token",
@@ -96,11 +179,13 @@ _RULES: list[tuple[str, re.Pattern, int]] = [
             _NOT_ALNUM_BEFORE + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"
         ),
         0,
+        None,
     ),
     (
         "aws_key",
         re.compile(_NOT_ALNUM_BEFORE + r"(?:AKIA|ASIA)[0-9A-Z]{16}" + _NOT_ALNUM_AFTER),
         0,
+        None,
     ),
     (
         "slack_token",
@@ -110,6 +195,7 @@ _RULES: list[tuple[str, re.Pattern, int]] = [
             + r"|https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]+)"
         ),
         0,
+        None,
     ),
     (
         "jwt",
@@ -117,12 +203,53 @@ _RULES: list[tuple[str, re.Pattern, int]] = [
             _NOT_ALNUM_BEFORE + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
         ),
         0,
+        None,
     ),
     # scheme://user:password@host — only the password goes.
     (
         "url_password",
         re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@]{1,200}:([^\s@/]{1,500})@"),
         1,
+        None,
+    ),
+    # An Authorization header (curl -H, HTTP dumps, code): the credential after the scheme.
+    (
+        "authorization_header",
+        re.compile(
+            r"\bAuthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:Bearer|Token|Basic|Bot)[ \t]+"
+            r"([A-Za-z0-9._~+/\-]{8,}=*)",
+            re.IGNORECASE,
+        ),
+        1,
+        None,
+    ),
+    # mysql/mariadb take the password glued to -p: `mysql -uroot -pS3cret db`.
+    (
+        "command_password",
+        re.compile(
+            r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b"
+            r"[^\n]{0,300}?[ \t]-p([^\s\-]\S*)"
+        ),
+        1,
+        None,
+    ),
+    # --password VALUE (with a space: `--password=VALUE` is an assignment below).
+    (
+        "command_password",
+        re.compile(r"(?<![\w-])--(?:password|passwd|pass)[ \t]+(?!-)([^\s\"',;)]+)"),
+        1,
+        lambda m: _looks_secret(m.group(1)),
+    ),
+    # A form or query string, URL-encoded: password%3D…, api_key%3D….
+    (
+        "assignment",
+        re.compile(
+            r"(?:password|passwd|pwd|token|secret|api_?key|apikey|access_?key)%3D"
+            r"([^&\s\"'<>%]{2,}(?:%[0-9A-Fa-f]{2}[^&\s\"'<>%]*)*)",
+            re.IGNORECASE,
+        ),
+        1,
+        lambda m: len(m.group(1)) >= 4,
     ),
 ]
 
@@ -132,10 +259,10 @@ _RULES: list[tuple[str, re.Pattern, int]] = [
 # the whole name would try every position of a long identifier (quadratic time on
 # hostile input), and the rest of the name stays as it was anyway.
 _ASSIGNMENT = re.compile(
-    r"(?:password|passwd|passphrase|token|secret|secret_?key|api_?key|access_?key"
+    r"(?:password|passwd|passphrase|contrase(?:ñ|n)a|token|secret|secret_?key|api_?key|access_?key"
     r"|private_?key)"
     r"(?P<sep>[\"']?[ \t]*[=:](?!=)[ \t]*)"
-    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;()\[\]{}]+)",
+    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;()\[\]{}&]+)",
     re.IGNORECASE,
 )
 # Values that are code or placeholders, not secrets: None, True, a dotted name, a call.
@@ -216,6 +343,16 @@ def bip39_lists() -> tuple[Wordlist, ...]:
     return tuple(lists)
 
 
+@lru_cache(maxsize=1)
+def _any_list() -> tuple[frozenset, frozenset]:
+    """Every word and every four-letter abbreviation of every list."""
+    lists = bip39_lists()
+    return (
+        frozenset(w for wl in lists for w in wl.words),
+        frozenset(p for wl in lists for p in wl.prefixes),
+    )
+
+
 def bip39_checksum_valid(indexes: list[int]) -> bool:
     """Whether word indexes (12 to 24 of them) carry a valid BIP39 checksum."""
     count = len(indexes)
@@ -284,8 +421,12 @@ def _checksum_somewhere(indexes: list[int | None]) -> bool:
 def _remove_seed_phrases(text: str) -> tuple[str, int, int]:
     """Remove seed phrases; returns (text, with a valid checksum, without one)."""
     spans: list[list] = []
+    known, prefixes = _any_list()
     for chain in _chains(text):
         folded = [_fold(m.group(0)) for m in chain]
+        maybe = sum(1 for w in folded if w in known or w[:4] in prefixes)
+        if maybe < _SEED_MIN - 1:
+            continue  # cheap test first: most chains hold few words of any list
         for wordlist in bip39_lists():
             indexes = [wordlist.lookup(word) for word in folded]
             for first, last, valid in _phrase_groups(indexes):
@@ -315,15 +456,33 @@ def _remove_seed_phrases(text: str) -> tuple[str, int, int]:
     return "".join(out), valid, len(merged) - valid
 
 
+# A configuration key at the start of its line (YAML, .env, INI): `  db_password: x`.
+_KEY_AT_LINE_START = re.compile(r"""(?:^|\n)[ \t]*(?:-[ \t]+)?["']?[\w.\-]*\Z""")
+
+
 def _assignment(match: re.Match, counter: list[int]) -> str:
     value = match.group("value")
     bare = value.strip("\"'")
     if len(bare) < 4 or bare == REMOVED or _NOT_A_SECRET.match(bare):
         return match.group(0)
-    if match.end() < len(match.string) and match.string[match.end()] in "([":
+    text = match.string
+    if match.end() < len(text) and text[match.end()] in "([":
         return match.group(0)  # a call or an index: code, not a literal secret
+    if match.start() and text[match.start() - 1] in "/\\":
+        return match.group(0)  # part of a path: /home/ana/secret:project/train.py
+    quoted = value[:1] in {'"', "'"}
+    if "=" not in match.group("sep") and not quoted:
+        # `token: expected ')'` in an error message is prose; `password: x` as a
+        # configuration key is not. Mid-line, only a value that is not a word goes.
+        window = max(match.start() - 120, 0)  # a key name is short; look no further back
+        line_start = text.rfind("\n", window, match.start())
+        key = None
+        if line_start != -1 or window == 0:
+            key = _KEY_AT_LINE_START.search(text, max(line_start, 0), match.start())
+        if key is None and not _looks_secret(bare):
+            return match.group(0)
     counter[0] += 1
-    quote = value[0] if value[:1] in {'"', "'"} else ""
+    quote = value[0] if quoted else ""
     keep = match.group(0)[: match.start("value") - match.start()]
     return f"{keep}{quote}{REMOVED}{quote}"
 
@@ -361,21 +520,23 @@ def redact(text: str, *, known_secrets: tuple[str, ...] | list[str] = ()) -> Red
             text = text.replace(secret, REMOVED)
             add("rental_secret", n)
 
-    for kind, pattern, group in _RULES:
-        if group == 0:
-            text, n = pattern.subn(REMOVED, text)
-        else:
-            n = 0
+    for kind, pattern, group, check in _RULES:
+        found = [0]
 
-            def replace(m, group=group):
-                return (
-                    m.group(0)[: m.start(group) - m.start()]
-                    + REMOVED
-                    + m.group(0)[m.end(group) - m.start() :]
-                )
+        def replace(m, group=group, check=check, found=found):
+            if check is not None and not check(m):
+                return m.group(0)
+            found[0] += 1
+            if group == 0:
+                return REMOVED
+            return (
+                m.group(0)[: m.start(group) - m.start()]
+                + REMOVED
+                + m.group(0)[m.end(group) - m.start() :]
+            )
 
-            text, n = pattern.subn(replace, text)
-        add(kind, n)
+        text = pattern.sub(replace, text)
+        add(kind, found[0])
 
     counter = [0]
     text = _ASSIGNMENT.sub(lambda m: _assignment(m, counter), text)
@@ -388,3 +549,86 @@ def redact(text: str, *, known_secrets: tuple[str, ...] | list[str] = ()) -> Red
     order = list(KIND_LABELS)
     findings = tuple(Finding(k, counts[k]) for k in sorted(counts, key=order.index))
     return Redacted(text=text, findings=findings)
+
+
+# -- images -------------------------------------------------------------------------------
+# A screenshot is stored as it came, but only the image itself: bytes appended after its
+# end (where text hides from a viewer) and PNG text chunks / JPEG comments are cut off.
+# Their text is still scanned, so the notice says what they held.
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_PNG_TEXT_CHUNKS = {b"tEXt", b"zTXt", b"iTXt"}
+
+
+class NotAnImage(ValueError):
+    """The bytes start like a PNG or JPEG but are not one."""
+
+
+def image_split(data: bytes) -> tuple[bytes, bytes]:
+    """(the image without text metadata, the bytes cut off: metadata and any trailer)."""
+    if data.startswith(_PNG_SIGNATURE):
+        return _png_split(data)
+    if data.startswith(b"\xff\xd8"):
+        return _jpeg_split(data)
+    raise NotAnImage
+
+
+def _png_split(data: bytes) -> tuple[bytes, bytes]:
+    kept = [_PNG_SIGNATURE]
+    dropped = []
+    pos = len(_PNG_SIGNATURE)
+    while True:
+        if pos + 12 > len(data):
+            raise NotAnImage
+        length = int.from_bytes(data[pos : pos + 4], "big")
+        kind = data[pos + 4 : pos + 8]
+        end = pos + 12 + length
+        if end > len(data):
+            raise NotAnImage
+        (dropped if kind in _PNG_TEXT_CHUNKS else kept).append(data[pos:end])
+        pos = end
+        if kind == b"IEND":
+            dropped.append(data[pos:])
+            return b"".join(kept), b"".join(dropped)
+
+
+def _jpeg_split(data: bytes) -> tuple[bytes, bytes]:
+    kept = [b"\xff\xd8"]
+    dropped = []
+    pos = 2
+    size = len(data)
+    while True:
+        if pos + 2 > size or data[pos] != 0xFF:
+            raise NotAnImage
+        marker = data[pos + 1]
+        if marker == 0xFF:  # fill byte
+            pos += 1
+            continue
+        if marker == 0xD9:  # end of image
+            kept.append(data[pos : pos + 2])
+            dropped.append(data[pos + 2 :])
+            return b"".join(kept), b"".join(dropped)
+        if 0xD0 <= marker <= 0xD7 or marker == 0x01:
+            kept.append(data[pos : pos + 2])
+            pos += 2
+            continue
+        if pos + 4 > size:
+            raise NotAnImage
+        end = pos + 2 + int.from_bytes(data[pos + 2 : pos + 4], "big")
+        if end > size:
+            raise NotAnImage
+        if marker == 0xDA:  # start of scan: entropy-coded data up to the next marker
+            scan = data.find(b"\xff", end)
+            while (
+                scan != -1
+                and scan + 1 < size
+                and (data[scan + 1] == 0 or 0xD0 <= data[scan + 1] <= 0xD7)
+            ):
+                scan = data.find(b"\xff", scan + 2)
+            if scan == -1 or scan + 1 >= size:
+                raise NotAnImage
+            kept.append(data[pos:scan])
+            pos = scan
+            continue
+        (dropped if marker == 0xFE else kept).append(data[pos:end])
+        pos = end

@@ -289,6 +289,13 @@ def attachment_check(upload: Upload) -> tuple[str, bytes]:
         raise InvalidInput(_("%(name)s is empty.") % {"name": name[:80]}, field="attachments")
     for signature, content_type in IMAGE_SIGNATURES.items():
         if upload.data.startswith(signature):
+            try:
+                redaction.image_split(upload.data)
+            except redaction.NotAnImage:
+                raise InvalidInput(
+                    _("%(name)s is not a valid PNG or JPEG image.") % {"name": name[:80]},
+                    field="attachments",
+                ) from None
             return content_type, upload.data
     suffix = ("." + name.rsplit(".", 1)[-1].lower()) if "." in name else ""
     refusal = _(
@@ -316,10 +323,17 @@ def _attachments_prepare(uploads, clean) -> list[dict]:
         before = dict(clean.counts)
         if content_type == "text/plain":
             data = clean(data.decode("utf-8")).encode("utf-8")
-        removed = {k: v - before.get(k, 0) for k, v in clean.counts.items() if v != before.get(k)}
-        safe_name = "".join(
-            c for c in (upload.name or "file") if c.isprintable() and c not in '/\\"'
+        else:
+            # Only the image is kept; what hid after its end or in its text metadata is
+            # scanned so the notice tells the customer, then dropped.
+            data, dropped = redaction.image_split(data)
+            if dropped:
+                clean(dropped.decode("utf-8", "replace"))
+        # The name is text the customer chose: a token pasted as a file name goes too.
+        safe_name = clean(
+            "".join(c for c in (upload.name or "file") if c.isprintable() and c not in '/\\"')
         )
+        removed = {k: v - before.get(k, 0) for k, v in clean.counts.items() if v != before.get(k)}
         prepared.append(
             {
                 "name": safe_name[-120:] or "file",
