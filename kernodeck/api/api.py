@@ -6,6 +6,7 @@ Every error answers {"detail": "<words a person understands>"} with a fitting st
 import logging
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import IntegrityError
 from django.http import Http404
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -166,6 +167,20 @@ def on_not_found(request, exc):
 @api.exception_handler(RequestDataTooBig)
 def on_too_big(request, exc):
     return too_large(request)
+
+
+@api.exception_handler(IntegrityError)
+def on_integrity_error(request, exc):
+    """A database constraint refused a write that a concurrent request made impossible.
+    Services map the constraints they know to a precise 409; this is the net under them:
+    a lost race is a conflict the client can act on, not a server error."""
+    logger.warning("Constraint refused %s %s: %s", request.method, request.path, exc)
+    return _detail(
+        request,
+        "This conflicts with a change made at the same moment (a database constraint "
+        "refused it). Reload the object and check its state before trying again.",
+        409,
+    )
 
 
 @api.exception_handler(Exception)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
@@ -364,6 +364,13 @@ def redaction_preview(*, owner, text: str, order_reference: str = "") -> redacti
     return redaction.redact(text or "", known_secrets=selectors.known_secrets(order=order))
 
 
+def _extension_in_progress(order) -> str:
+    return _(
+        "Order %(reference)s already has an extension request in progress; "
+        "continue in that ticket."
+    ) % {"reference": order.reference}
+
+
 def ticket_create(
     *,
     owner,
@@ -394,16 +401,8 @@ def ticket_create(
     prepared = _attachments_prepare(attachments, clean)
     now = clock.now()
     with transaction.atomic():
-        if kind == Kind.EXTENSION:
-            open_one = selectors.extension_open_for(order=order_obj)
-            if open_one is not None:
-                raise Conflict(
-                    _(
-                        "Order %(reference)s already has an extension request in progress; "
-                        "continue in that ticket."
-                    )
-                    % {"reference": order_obj.reference}
-                )
+        if kind == Kind.EXTENSION and selectors.extension_open_for(order=order_obj):
+            raise Conflict(_extension_in_progress(order_obj))
         ticket = Ticket.objects.create(
             owner=owner,
             kind=kind,
@@ -423,13 +422,21 @@ def ticket_create(
         for item in prepared:
             Attachment.objects.create(message=message, created_at=now, **item)
         if kind == Kind.EXTENSION:
-            Extension.objects.create(
-                ticket=ticket,
-                order=order_obj,
-                requested_days=extra.get("requested_days"),
-                deadline=extra.get("deadline"),
-                created_at=now,
-            )
+            try:
+                # A request opened at the same moment passed the check above too; the
+                # unique constraint (one open extension per order) decides, and the loser
+                # is told why instead of failing. The savepoint keeps the error contained;
+                # the Conflict rolls the whole ticket back.
+                with transaction.atomic():
+                    Extension.objects.create(
+                        ticket=ticket,
+                        order=order_obj,
+                        requested_days=extra.get("requested_days"),
+                        deadline=extra.get("deadline"),
+                        created_at=now,
+                    )
+            except IntegrityError:
+                raise Conflict(_extension_in_progress(order_obj)) from None
         audit_record(
             action="support.ticket_opened",
             target=ticket,
