@@ -6,10 +6,11 @@ refused with 403 (a customer's token included). Access details need
 """
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.utils.translation import gettext as _
 from ninja import Router, Schema, Status
+from pydantic import AfterValidator, Field
 
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.core.errors import NotAllowed, NotFound
@@ -20,6 +21,22 @@ from kernodeck.provisioning.drivers.ssh import fingerprint
 from kernodeck.provisioning.models import DriverCode, NodeState
 
 router = Router(tags=["operators"])
+
+
+def _storable(value: str) -> str:
+    """Refuse what PostgreSQL cannot store: a lone surrogate (JSON "\\ud800")."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("is not valid Unicode text (it holds a lone surrogate)") from None
+    return value
+
+
+def Text(max_length: int):
+    """A string the database can store, at most `max_length` characters (422 otherwise,
+    naming the field, as the customer API answers)."""
+    return Annotated[str, Field(max_length=max_length), AfterValidator(_storable)]
+
 
 OPERATE = "provisioning.operate_rentals"
 VIEW_ACCESS = "provisioning.view_access"
@@ -83,7 +100,7 @@ def rentals(request, state: str = ""):
 
 
 class ReasonIn(Schema):
-    reason: str = ""
+    reason: Text(2000) = ""
     new_slots: bool = False
 
 
@@ -111,11 +128,11 @@ ACTIONS = {
 
 
 class DeliverIn(Schema):
-    host: str
+    host: Text(253)
     port: int
-    user: str
-    url: str = ""
-    token: str = ""
+    user: Text(64)
+    url: Text(500) = ""
+    token: Text(500) = ""
 
 
 @router.post("/rentals/{reference}/deliver", response=RentalOut)
@@ -188,19 +205,19 @@ class NodeOut(Schema):
 
 
 class NodeIn(Schema):
-    name: str
-    offer: str
+    name: Text(64)
+    offer: Text(64)
     gpu_count: int
-    host: str
+    host: Text(253)
     port: int = 22
     driver: Literal["manual", "ssh"] = DriverCode.MANUAL
-    admin_user: str = ""
-    notes: str = ""
+    admin_user: Text(32) = ""
+    notes: Text(10_000) = ""
 
 
 class NodeStateIn(Schema):
     state: Literal["available", "draining", "maintenance", "retired"]
-    reason: str
+    reason: Text(300)
 
 
 @router.get("/nodes", response=list[NodeOut])
@@ -229,7 +246,7 @@ def node_state(request, name: str, payload: NodeStateIn):
 
 
 class HostKeyIn(Schema):
-    offered: str
+    offered: Text(1000)
 
 
 @router.post("/nodes/{name}/host-key", response=NodeOut)
@@ -243,10 +260,10 @@ def node_host_key_accept(request, name: str, payload: HostKeyIn):
 
 class NodeSshIn(Schema):
     retention_hours: int = 0
-    agent_dir: str = "/var/lib/kernodeck"
-    torch_index_url: str = ""
-    inference_model: str = ""
-    recipes: dict[str, str] = {}
+    agent_dir: Text(200) = "/var/lib/kernodeck"
+    torch_index_url: Text(300) = ""
+    inference_model: Text(200) = ""
+    recipes: dict[Text(32), Text(20_000)] = {}
 
 
 @router.post("/nodes/{name}/ssh", response=NodeOut)
