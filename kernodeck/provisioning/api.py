@@ -42,9 +42,10 @@ OPERATE = "provisioning.operate_rentals"
 VIEW_ACCESS = "provisioning.view_access"
 
 
-def _operator(request, permission: str = OPERATE):
+def _operator(request, *extra: str):
+    """The token's staff account, holding `operate_rentals` and every permission in `extra`."""
     user = request.auth
-    if not (user.is_active and user.is_staff and user.has_perm(permission)):
+    if not (user.is_active and user.is_staff and user.has_perms([OPERATE, *extra])):
         raise NotAllowed(_("This needs an operator's token with the provisioning permission."))
     return user
 
@@ -156,7 +157,8 @@ class AccessOut(Schema):
 
 @router.get("/rentals/{reference}/access", response=AccessOut)
 def rental_access(request, reference: str):
-    """The delivered access of a rental (needs `view_access`; every read is audited)."""
+    """The delivered access of a rental (needs `operate_rentals` and `view_access`; every
+    read is audited)."""
     actor = _operator(request, VIEW_ACCESS)
     order = selectors.rental_get(reference=reference)
     return services.access_reveal_to_staff(order=order, actor=actor, ip=client_ip(request))
