@@ -63,8 +63,24 @@ def _possible_errors(path: str, method: str, operation: dict) -> list[int]:
     return sorted(set(codes))
 
 
+def _carries_secrets(request) -> bool:
+    """Answers to a token's requests (orders with access details, `GET /auth/me`, the ops
+    API's access) and the token endpoints themselves (`POST /auth/token` answers a new
+    token): no cache, proxy or browser may keep them."""
+    return "HTTP_AUTHORIZATION" in request.META or request.path.startswith("/api/v1/auth/")
+
+
 class KernodeckAPI(NinjaAPI):
-    """NinjaAPI whose document lists the error answers every operation can give."""
+    """NinjaAPI whose document lists the error answers every operation can give, and whose
+    answers to authenticated requests say `Cache-Control: no-store`."""
+
+    def create_response(self, request, data, *, status=None, temporal_response=None):
+        response = super().create_response(
+            request, data, status=status, temporal_response=temporal_response
+        )
+        if _carries_secrets(request):
+            response["Cache-Control"] = "no-store"
+        return response
 
     def get_openapi_schema(self, *, path_prefix=None, path_params=None):
         schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)

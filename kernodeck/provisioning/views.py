@@ -11,6 +11,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
+from django.views.decorators.cache import never_cache
 
 from kernodeck.backoffice.permissions import permission_required
 from kernodeck.catalog import selectors as catalog_selectors
@@ -222,6 +223,7 @@ def rental_deliver(request, reference):
     )
 
 
+@never_cache  # it shows a customer's access secret: no cache may keep it
 @permission_required(OPERATE, VIEW_ACCESS)
 def rental_access(request, reference):
     """The delivered access with its secret, for an operator allowed to see it (audited)."""
