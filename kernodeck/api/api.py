@@ -45,9 +45,14 @@ ERRORS = {
 }
 
 
+# Reads that can also answer 409: the state of the object decides (a calendar exists only
+# once the rental has dates).
+READS_WITH_CONFLICT = {("get", "/api/v1/orders/{reference}/calendar.ics")}
+
+
 def _possible_errors(path: str, method: str, operation: dict) -> list[int]:
     """The error statuses an operation can answer, from what it takes and does."""
-    codes = []
+    codes = [409] if (method, path) in READS_WITH_CONFLICT else []
     parameters = operation.get("parameters") or []
     body = "requestBody" in operation
     if parameters or body:

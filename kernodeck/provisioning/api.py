@@ -10,10 +10,10 @@ from typing import Annotated, Literal
 
 from django.utils.translation import gettext as _
 from ninja import Router, Schema, Status
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, StrictInt
 
 from kernodeck.catalog import selectors as catalog_selectors
-from kernodeck.core.errors import NotAllowed, NotFound
+from kernodeck.core.errors import InvalidInput, NotAllowed
 from kernodeck.core.requests import client_ip
 from kernodeck.orders.models import RentalState
 from kernodeck.provisioning import node_health, selectors, services
@@ -96,7 +96,11 @@ def rentals(request, state: str = ""):
     """Rentals to work on, oldest waiting first: queued, preparing and failed by default."""
     _operator(request)
     if state and state not in RentalState.values:
-        raise NotFound(_("Unknown rental state."))
+        raise InvalidInput(
+            _("Unknown rental state; use one of: %(states)s.")
+            % {"states": ", ".join(RentalState.values)},
+            field="state",
+        )
     return [rental_out(order) for order in selectors.rentals_for_desk(state=state)[:500]]
 
 
@@ -130,7 +134,7 @@ ACTIONS = {
 
 class DeliverIn(Schema):
     host: Text(253)
-    port: int
+    port: StrictInt  # a JSON number: "22" is refused, as the document says
     user: Text(64)
     url: Text(500) = ""
     token: Text(500) = ""
