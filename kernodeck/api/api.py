@@ -6,7 +6,7 @@ Every error answers {"detail": "<words a person understands>"} with a fitting st
 import logging
 
 from django.core.exceptions import RequestDataTooBig
-from django.db import IntegrityError
+from django.db import IntegrityError, InterfaceError, OperationalError, connection
 from django.http import Http404
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -41,7 +41,11 @@ ERRORS = {
     413: "The request body is over the size limit.",
     422: "A field is not valid; `detail` starts with its name.",
     429: "Too many attempts; wait for the `Retry-After` seconds.",
-    503: "A service this needs is unavailable (e.g. no fresh exchange rate).",
+    503: (
+        "A service this needs is unavailable (no fresh exchange rate, the database for a "
+        "moment): try again after `Retry-After` seconds. For a write, `detail` says whether "
+        "it is known that nothing was changed."
+    ),
 }
 
 
@@ -61,8 +65,9 @@ def _possible_errors(path: str, method: str, operation: dict) -> list[int]:
         codes += [401, 403]
     if "{" in path:
         codes.append(404)
+    codes.append(503)  # any operation: the database may drop for a moment
     if method in {"post", "put", "patch", "delete"}:
-        codes += [409, 429, 503]
+        codes += [409, 429]
     if body:
         codes.append(413)
     return sorted(set(codes))
@@ -202,6 +207,34 @@ def on_integrity_error(request, exc):
         "refused it). Reload the object and check its state before trying again.",
         409,
     )
+
+
+DATABASE_RETRY_AFTER = 5
+
+
+def on_database_unavailable(request, exc):
+    """The database connection dropped (a restart, a failover, a terminated backend): 503
+    with Retry-After, never a bare 500. A read changed nothing; for a write the answer
+    cannot know whether the database committed it before the connection went, so it says
+    so and sends the client to look before trying again."""
+    logger.warning("Database unavailable in %s %s: %s", request.method, request.path, exc)
+    try:
+        connection.close()  # the next request opens a fresh connection
+    except Exception:  # closing a dead connection may itself fail
+        logger.debug("closing the dropped connection failed", exc_info=True)
+    if request.method in {"GET", "HEAD", "OPTIONS"}:
+        message = "The database is unavailable for a moment; nothing was changed. Try again."
+    else:
+        message = (
+            "The database connection dropped while answering, so we could not confirm "
+            "whether this was done. Check the object (e.g. your order or balance) before "
+            "trying again."
+        )
+    return _detail(request, message, 503, {"Retry-After": str(DATABASE_RETRY_AFTER)})
+
+
+api.add_exception_handler(OperationalError, on_database_unavailable)
+api.add_exception_handler(InterfaceError, on_database_unavailable)
 
 
 @api.exception_handler(Exception)
