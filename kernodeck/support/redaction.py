@@ -293,6 +293,8 @@ _NUMBERING_BEFORE = re.compile(r"(?:[-*•·‣◦▪]\s?|\(?\d{1,2}[.):\]]?\s?)
 
 def _fold(word: str) -> str:
     """Lower case without accents: `Ábaco`, `ABACO` and `ábaco` are one word."""
+    if word.isascii():
+        return word.lower()
     decomposed = unicodedata.normalize("NFKD", word)
     return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
 
@@ -424,9 +426,14 @@ def _remove_seed_phrases(text: str) -> tuple[str, int, int]:
     known, prefixes = _any_list()
     for chain in _chains(text):
         folded = [_fold(m.group(0)) for m in chain]
-        maybe = sum(1 for w in folded if w in known or w[:4] in prefixes)
-        if maybe < _SEED_MIN - 1:
-            continue  # cheap test first: most chains hold few words of any list
+        # Cheap test first: a phrase (at most one word in twelve off its list) holds a run
+        # of at least five consecutive words that are on some list.
+        longest = run = 0
+        for word in folded:
+            run = run + 1 if (word in known or word[:4] in prefixes) else 0
+            longest = max(longest, run)
+        if longest < 5:
+            continue
         for wordlist in bip39_lists():
             indexes = [wordlist.lookup(word) for word in folded]
             for first, last, valid in _phrase_groups(indexes):
