@@ -420,10 +420,27 @@ def _checksum_somewhere(indexes: list[int | None]) -> bool:
     return False
 
 
+def _has_five_list_words_in_a_row(text: str, known, prefixes) -> bool:
+    """A quick pass before the real search: a phrase (at most one word in twelve off its
+    list) always holds five consecutive words that are on some list."""
+    run = 0
+    for match in _TOKEN.finditer(text):
+        word = _fold(match.group(0))
+        if word in known or word[:4] in prefixes:
+            run += 1
+            if run >= 5:
+                return True
+        else:
+            run = 0
+    return False
+
+
 def _remove_seed_phrases(text: str) -> tuple[str, int, int]:
     """Remove seed phrases; returns (text, with a valid checksum, without one)."""
     spans: list[list] = []
     known, prefixes = _any_list()
+    if not _has_five_list_words_in_a_row(text, known, prefixes):
+        return text, 0, 0
     for chain in _chains(text):
         folded = [_fold(m.group(0)) for m in chain]
         # Cheap test first: a phrase (at most one word in twelve off its list) holds a run
