@@ -1,6 +1,6 @@
-"""Schemathesis against /api/v1/openapi.json, as a customer and as an operator: no 5xx, and
-every answer is what the document
-says (status listed, JSON content, body matching its schema).
+"""Schemathesis against /api/v1/openapi.json, as a customer and as an operator: no 5xx,
+and every answer is what the document says (status listed, JSON content, body matching
+its schema).
 
 Bounded (KERNODECK_SCHEMATHESIS_EXAMPLES per operation, 10 by default) so it stays well
 under a minute; CI runs it with the rest of the suite on SQLite and on PostgreSQL.
