@@ -61,6 +61,14 @@ class PasswordChangeForm(Form):
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
         help_text=PASSWORD_HELP,
     )
+    keep_api_tokens = forms.BooleanField(
+        label=_("Keep my API tokens working"),
+        required=False,
+        help_text=_(
+            "By default a password change also revokes every API token of the account. "
+            "Tick this only if you change the password for another reason than a leak."
+        ),
+    )
 
 
 class ApiTokenForm(Form):

@@ -1,3 +1,5 @@
+import unicodedata
+
 import idna
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser, BaseUserManager
@@ -10,14 +12,25 @@ from django.utils.translation import gettext_lazy as _
 from kernodeck.core import clock
 
 
+def normalize_local_part(local: str) -> str:
+    """The part before the @ compatibility-composed and case-folded (NFKC, casefold, NFKC
+    again), so look-alikes are one address: "\\u017fam" (long s), full-width letters, "SAM"
+    are all "sam"."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", local).casefold())
+
+
 def normalize_email(email: str) -> str:
-    """The one form an address is stored and compared in: trimmed, lower-case, and the
-    domain in its ASCII (IDNA/punycode) form, so "ana@café.example" and
-    "ana@xn--caf-dma.example" are one account. A domain IDNA refuses is kept as typed
-    (lower-case), for the email validator to refuse."""
-    email = (email or "").strip().lower()
+    """The one form an address is stored and compared in: trimmed, the local part folded
+    (`normalize_local_part`), and the domain lower-case in its ASCII (IDNA/punycode) form,
+    so "ana@café.example" and "ana@xn--caf-dma.example" are one account. A domain IDNA
+    refuses is kept as typed (lower-case), for the email validator to refuse."""
+    email = (email or "").strip()
     local, at, domain = email.rpartition("@")
-    if not at or not domain or domain.isascii():
+    if not at:
+        return email.lower()
+    local, domain = normalize_local_part(local), domain.lower()
+    email = f"{local}@{domain}"
+    if not domain or domain.isascii():
         return email
     try:
         domain = idna.encode(domain, uts46=True).decode("ascii")

@@ -185,8 +185,15 @@ def profile_update(*, user: User, first_name: str, last_name: str) -> User:
     return user
 
 
-def password_change(*, user: User, current_password: str, new_password: str) -> User:
-    """Change the password after checking the current one."""
+def password_change(
+    *, user: User, current_password: str, new_password: str, keep_api_tokens: bool = False
+) -> User:
+    """Change the password after checking the current one.
+
+    Other sessions stop being valid (Django's session hash); the account's API tokens are
+    revoked too, unless the customer ticks "keep my API tokens" on the form: a password
+    change after a leak must end every way in, and a token made with the old password is
+    one of them."""
     if not user.check_password(current_password):
         raise InvalidInput(_("Your current password is not correct."), field="current_password")
     try:
@@ -196,7 +203,18 @@ def password_change(*, user: User, current_password: str, new_password: str) -> 
     with transaction.atomic():
         user.set_password(new_password)
         user.save(update_fields=["password"])
-        audit_record(action="account.password_changed", target=user, actor=user)
+        revoked = 0
+        if not keep_api_tokens:
+            revoked = ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(
+                revoked_at=clock.now()
+            )
+        audit_record(
+            action="account.password_changed",
+            target=user,
+            actor=user,
+            data={"api_tokens_revoked": revoked, "api_tokens_kept": bool(keep_api_tokens)},
+        )
+    user.api_tokens_revoked = revoked
     return user
 
 

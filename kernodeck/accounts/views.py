@@ -6,7 +6,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import translation
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
-from django.utils.translation import check_for_language
+from django.utils.translation import check_for_language, ngettext
 from django.utils.translation import gettext as _
 from django.views import i18n as i18n_views
 from django.views.decorators.http import require_POST
@@ -161,15 +161,28 @@ def password_change(request):
     form = PasswordChangeForm(request.POST)
     if form.is_valid():
         try:
-            services.password_change(user=request.user, **form.cleaned_data)
+            user = services.password_change(user=request.user, **form.cleaned_data)
         except ServiceError as exc:
             add_service_error(form, exc)
         else:
             # Keeps this browser signed in; every other session stops being valid.
             update_session_auth_hash(request, request.user)
-            messages.success(
-                request, _("Your password is changed. Other browsers have been signed out.")
-            )
+            if user.api_tokens_revoked:
+                messages.success(
+                    request,
+                    ngettext(
+                        "Your password is changed. Other browsers have been signed out and "
+                        "your %(n)d API token has been revoked.",
+                        "Your password is changed. Other browsers have been signed out and "
+                        "your %(n)d API tokens have been revoked.",
+                        user.api_tokens_revoked,
+                    )
+                    % {"n": user.api_tokens_revoked},
+                )
+            else:
+                messages.success(
+                    request, _("Your password is changed. Other browsers have been signed out.")
+                )
             return redirect(reverse("accounts:account") + "#password")
     return _account_page(request, password_form=form)
 

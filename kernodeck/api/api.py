@@ -6,6 +6,7 @@ Every error answers {"detail": "<words a person understands>"} with a fitting st
 import logging
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import IntegrityError, InterfaceError, OperationalError, connection
 from django.http import Http404
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -40,13 +41,22 @@ ERRORS = {
     413: "The request body is over the size limit.",
     422: "A field is not valid; `detail` starts with its name.",
     429: "Too many attempts; wait for the `Retry-After` seconds.",
-    503: "A service this needs is unavailable (e.g. no fresh exchange rate).",
+    503: (
+        "A service this needs is unavailable (no fresh exchange rate, the database for a "
+        "moment): try again after `Retry-After` seconds. For a write, `detail` says whether "
+        "it is known that nothing was changed."
+    ),
 }
+
+
+# Reads that can also answer 409: the state of the object decides (a calendar exists only
+# once the rental has dates).
+READS_WITH_CONFLICT = {("get", "/api/v1/orders/{reference}/calendar.ics")}
 
 
 def _possible_errors(path: str, method: str, operation: dict) -> list[int]:
     """The error statuses an operation can answer, from what it takes and does."""
-    codes = []
+    codes = [409] if (method, path) in READS_WITH_CONFLICT else []
     parameters = operation.get("parameters") or []
     body = "requestBody" in operation
     if parameters or body:
@@ -55,15 +65,32 @@ def _possible_errors(path: str, method: str, operation: dict) -> list[int]:
         codes += [401, 403]
     if "{" in path:
         codes.append(404)
+    codes.append(503)  # any operation: the database may drop for a moment
     if method in {"post", "put", "patch", "delete"}:
-        codes += [409, 429, 503]
+        codes += [409, 429]
     if body:
         codes.append(413)
     return sorted(set(codes))
 
 
+def _carries_secrets(request) -> bool:
+    """Answers to a token's requests (orders with access details, `GET /auth/me`, the ops
+    API's access) and the token endpoints themselves (`POST /auth/token` answers a new
+    token): no cache, proxy or browser may keep them."""
+    return "HTTP_AUTHORIZATION" in request.META or request.path.startswith("/api/v1/auth/")
+
+
 class KernodeckAPI(NinjaAPI):
-    """NinjaAPI whose document lists the error answers every operation can give."""
+    """NinjaAPI whose document lists the error answers every operation can give, and whose
+    answers to authenticated requests say `Cache-Control: no-store`."""
+
+    def create_response(self, request, data, *, status=None, temporal_response=None):
+        response = super().create_response(
+            request, data, status=status, temporal_response=temporal_response
+        )
+        if _carries_secrets(request):
+            response["Cache-Control"] = "no-store"
+        return response
 
     def get_openapi_schema(self, *, path_prefix=None, path_params=None):
         schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
@@ -166,6 +193,48 @@ def on_not_found(request, exc):
 @api.exception_handler(RequestDataTooBig)
 def on_too_big(request, exc):
     return too_large(request)
+
+
+@api.exception_handler(IntegrityError)
+def on_integrity_error(request, exc):
+    """A database constraint refused a write that a concurrent request made impossible.
+    Services map the constraints they know to a precise 409; this is the net under them:
+    a lost race is a conflict the client can act on, not a server error."""
+    logger.warning("Constraint refused %s %s: %s", request.method, request.path, exc)
+    return _detail(
+        request,
+        "This conflicts with a change made at the same moment (a database constraint "
+        "refused it). Reload the object and check its state before trying again.",
+        409,
+    )
+
+
+DATABASE_RETRY_AFTER = 5
+
+
+def on_database_unavailable(request, exc):
+    """The database connection dropped (a restart, a failover, a terminated backend): 503
+    with Retry-After, never a bare 500. A read changed nothing; for a write the answer
+    cannot know whether the database committed it before the connection went, so it says
+    so and sends the client to look before trying again."""
+    logger.warning("Database unavailable in %s %s: %s", request.method, request.path, exc)
+    try:
+        connection.close()  # the next request opens a fresh connection
+    except Exception:  # closing a dead connection may itself fail
+        logger.debug("closing the dropped connection failed", exc_info=True)
+    if request.method in {"GET", "HEAD", "OPTIONS"}:
+        message = "The database is unavailable for a moment; nothing was changed. Try again."
+    else:
+        message = (
+            "The database connection dropped while answering, so we could not confirm "
+            "whether this was done. Check the object (e.g. your order or balance) before "
+            "trying again."
+        )
+    return _detail(request, message, 503, {"Retry-After": str(DATABASE_RETRY_AFTER)})
+
+
+api.add_exception_handler(OperationalError, on_database_unavailable)
+api.add_exception_handler(InterfaceError, on_database_unavailable)
 
 
 @api.exception_handler(Exception)

@@ -6,13 +6,14 @@ refused with 403 (a customer's token included). Access details need
 """
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.utils.translation import gettext as _
 from ninja import Router, Schema, Status
+from pydantic import AfterValidator, Field, StrictInt
 
 from kernodeck.catalog import selectors as catalog_selectors
-from kernodeck.core.errors import NotAllowed, NotFound
+from kernodeck.core.errors import InvalidInput, NotAllowed
 from kernodeck.core.requests import client_ip
 from kernodeck.orders.models import RentalState
 from kernodeck.provisioning import node_health, selectors, services
@@ -21,13 +22,30 @@ from kernodeck.provisioning.models import DriverCode, NodeState
 
 router = Router(tags=["operators"])
 
+
+def _storable(value: str) -> str:
+    """Refuse what PostgreSQL cannot store: a lone surrogate (JSON "\\ud800")."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("is not valid Unicode text (it holds a lone surrogate)") from None
+    return value
+
+
+def Text(max_length: int):
+    """A string the database can store, at most `max_length` characters (422 otherwise,
+    naming the field, as the customer API answers)."""
+    return Annotated[str, Field(max_length=max_length), AfterValidator(_storable)]
+
+
 OPERATE = "provisioning.operate_rentals"
 VIEW_ACCESS = "provisioning.view_access"
 
 
-def _operator(request, permission: str = OPERATE):
+def _operator(request, *extra: str):
+    """The token's staff account, holding `operate_rentals` and every permission in `extra`."""
     user = request.auth
-    if not (user.is_active and user.is_staff and user.has_perm(permission)):
+    if not (user.is_active and user.is_staff and user.has_perms([OPERATE, *extra])):
         raise NotAllowed(_("This needs an operator's token with the provisioning permission."))
     return user
 
@@ -78,12 +96,16 @@ def rentals(request, state: str = ""):
     """Rentals to work on, oldest waiting first: queued, preparing and failed by default."""
     _operator(request)
     if state and state not in RentalState.values:
-        raise NotFound(_("Unknown rental state."))
+        raise InvalidInput(
+            _("Unknown rental state; use one of: %(states)s.")
+            % {"states": ", ".join(RentalState.values)},
+            field="state",
+        )
     return [rental_out(order) for order in selectors.rentals_for_desk(state=state)[:500]]
 
 
 class ReasonIn(Schema):
-    reason: str = ""
+    reason: Text(2000) = ""
     new_slots: bool = False
 
 
@@ -111,11 +133,11 @@ ACTIONS = {
 
 
 class DeliverIn(Schema):
-    host: str
-    port: int
-    user: str
-    url: str = ""
-    token: str = ""
+    host: Text(253)
+    port: StrictInt  # a JSON number: "22" is refused, as the document says
+    user: Text(64)
+    url: Text(500) = ""
+    token: Text(500) = ""
 
 
 @router.post("/rentals/{reference}/deliver", response=RentalOut)
@@ -139,7 +161,8 @@ class AccessOut(Schema):
 
 @router.get("/rentals/{reference}/access", response=AccessOut)
 def rental_access(request, reference: str):
-    """The delivered access of a rental (needs `view_access`; every read is audited)."""
+    """The delivered access of a rental (needs `operate_rentals` and `view_access`; every
+    read is audited)."""
     actor = _operator(request, VIEW_ACCESS)
     order = selectors.rental_get(reference=reference)
     return services.access_reveal_to_staff(order=order, actor=actor, ip=client_ip(request))
@@ -188,19 +211,19 @@ class NodeOut(Schema):
 
 
 class NodeIn(Schema):
-    name: str
-    offer: str
+    name: Text(64)
+    offer: Text(64)
     gpu_count: int
-    host: str
+    host: Text(253)
     port: int = 22
     driver: Literal["manual", "ssh"] = DriverCode.MANUAL
-    admin_user: str = ""
-    notes: str = ""
+    admin_user: Text(32) = ""
+    notes: Text(10_000) = ""
 
 
 class NodeStateIn(Schema):
     state: Literal["available", "draining", "maintenance", "retired"]
-    reason: str
+    reason: Text(300)
 
 
 @router.get("/nodes", response=list[NodeOut])
@@ -229,7 +252,7 @@ def node_state(request, name: str, payload: NodeStateIn):
 
 
 class HostKeyIn(Schema):
-    offered: str
+    offered: Text(1000)
 
 
 @router.post("/nodes/{name}/host-key", response=NodeOut)
@@ -243,10 +266,10 @@ def node_host_key_accept(request, name: str, payload: HostKeyIn):
 
 class NodeSshIn(Schema):
     retention_hours: int = 0
-    agent_dir: str = "/var/lib/kernodeck"
-    torch_index_url: str = ""
-    inference_model: str = ""
-    recipes: dict[str, str] = {}
+    agent_dir: Text(200) = "/var/lib/kernodeck"
+    torch_index_url: Text(300) = ""
+    inference_model: Text(200) = ""
+    recipes: dict[Text(32), Text(20_000)] = {}
 
 
 @router.post("/nodes/{name}/ssh", response=NodeOut)

@@ -1,7 +1,7 @@
 """The operators' provisioning desk and fleet pages, and the customer's calendar file.
 
 Desk pages need a staff account with `provisioning.operate_rentals` (others get 403);
-showing a rental's access details needs `provisioning.view_access` and is audited.
+showing a rental's access details needs `provisioning.view_access` as well and is audited.
 Every action is a POST with a confirmation box, and a reason where the move needs one.
 """
 
@@ -11,6 +11,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
+from django.views.decorators.cache import never_cache
 
 from kernodeck.backoffice.permissions import permission_required
 from kernodeck.catalog import selectors as catalog_selectors
@@ -96,7 +97,7 @@ def rental(request, reference):
             "keys": selectors.ssh_key_fingerprints(order),
             "deliveries": order.deliveries.select_related("created_by").order_by("-created_at"),
             "timeline": order_selectors.order_timeline(order=order),
-            "can_view_access": request.user.has_perm(VIEW_ACCESS),
+            "can_view_access": request.user.has_perms([OPERATE, VIEW_ACCESS]),
             "waiting": selectors.waiting_seconds(order),
             "steps": node_health.rental_steps(order),
             "failed_attempts": node_health.rental_failed_attempts(order),
@@ -222,7 +223,8 @@ def rental_deliver(request, reference):
     )
 
 
-@permission_required(VIEW_ACCESS)
+@never_cache  # it shows a customer's access secret: no cache may keep it
+@permission_required(OPERATE, VIEW_ACCESS)
 def rental_access(request, reference):
     """The delivered access with its secret, for an operator allowed to see it (audited)."""
     order = _rental_or_404(reference)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
@@ -289,6 +289,13 @@ def attachment_check(upload: Upload) -> tuple[str, bytes]:
         raise InvalidInput(_("%(name)s is empty.") % {"name": name[:80]}, field="attachments")
     for signature, content_type in IMAGE_SIGNATURES.items():
         if upload.data.startswith(signature):
+            try:
+                redaction.image_split(upload.data)
+            except redaction.NotAnImage:
+                raise InvalidInput(
+                    _("%(name)s is not a valid PNG or JPEG image.") % {"name": name[:80]},
+                    field="attachments",
+                ) from None
             return content_type, upload.data
     suffix = ("." + name.rsplit(".", 1)[-1].lower()) if "." in name else ""
     refusal = _(
@@ -316,10 +323,17 @@ def _attachments_prepare(uploads, clean) -> list[dict]:
         before = dict(clean.counts)
         if content_type == "text/plain":
             data = clean(data.decode("utf-8")).encode("utf-8")
-        removed = {k: v - before.get(k, 0) for k, v in clean.counts.items() if v != before.get(k)}
-        safe_name = "".join(
-            c for c in (upload.name or "file") if c.isprintable() and c not in '/\\"'
+        else:
+            # Only the image is kept; what hid after its end or in its text metadata is
+            # scanned so the notice tells the customer, then dropped.
+            data, dropped = redaction.image_split(data)
+            if dropped:
+                clean(dropped.decode("utf-8", "replace"))
+        # The name is text the customer chose: a token pasted as a file name goes too.
+        safe_name = clean(
+            "".join(c for c in (upload.name or "file") if c.isprintable() and c not in '/\\"')
         )
+        removed = {k: v - before.get(k, 0) for k, v in clean.counts.items() if v != before.get(k)}
         prepared.append(
             {
                 "name": safe_name[-120:] or "file",
@@ -348,6 +362,13 @@ def redaction_preview(*, owner, text: str, order_reference: str = "") -> redacti
             .first()
         )
     return redaction.redact(text or "", known_secrets=selectors.known_secrets(order=order))
+
+
+def _extension_in_progress(order) -> str:
+    return _(
+        "Order %(reference)s already has an extension request in progress; "
+        "continue in that ticket."
+    ) % {"reference": order.reference}
 
 
 def ticket_create(
@@ -380,16 +401,8 @@ def ticket_create(
     prepared = _attachments_prepare(attachments, clean)
     now = clock.now()
     with transaction.atomic():
-        if kind == Kind.EXTENSION:
-            open_one = selectors.extension_open_for(order=order_obj)
-            if open_one is not None:
-                raise Conflict(
-                    _(
-                        "Order %(reference)s already has an extension request in progress; "
-                        "continue in that ticket."
-                    )
-                    % {"reference": order_obj.reference}
-                )
+        if kind == Kind.EXTENSION and selectors.extension_open_for(order=order_obj):
+            raise Conflict(_extension_in_progress(order_obj))
         ticket = Ticket.objects.create(
             owner=owner,
             kind=kind,
@@ -409,13 +422,21 @@ def ticket_create(
         for item in prepared:
             Attachment.objects.create(message=message, created_at=now, **item)
         if kind == Kind.EXTENSION:
-            Extension.objects.create(
-                ticket=ticket,
-                order=order_obj,
-                requested_days=extra.get("requested_days"),
-                deadline=extra.get("deadline"),
-                created_at=now,
-            )
+            try:
+                # A request opened at the same moment passed the check above too; the
+                # unique constraint (one open extension per order) decides, and the loser
+                # is told why instead of failing. The savepoint keeps the error contained;
+                # the Conflict rolls the whole ticket back.
+                with transaction.atomic():
+                    Extension.objects.create(
+                        ticket=ticket,
+                        order=order_obj,
+                        requested_days=extra.get("requested_days"),
+                        deadline=extra.get("deadline"),
+                        created_at=now,
+                    )
+            except IntegrityError:
+                raise Conflict(_extension_in_progress(order_obj)) from None
         audit_record(
             action="support.ticket_opened",
             target=ticket,

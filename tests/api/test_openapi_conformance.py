@@ -1,5 +1,6 @@
-"""Schemathesis against /api/v1/openapi.json: no 5xx, and every answer is what the document
-says (status listed, JSON content, body matching its schema).
+"""Schemathesis against /api/v1/openapi.json, as a customer and as an operator: no 5xx,
+and every answer is what the document says (status listed, JSON content, body matching
+its schema).
 
 Bounded (KERNODECK_SCHEMATHESIS_EXAMPLES per operation, 10 by default) so it stays well
 under a minute; CI runs it with the rest of the suite on SQLite and on PostgreSQL.
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi import checks as openapi_checks
 
 from kernodeck.accounts import services as account_services
-from tests.factories import make_offer, make_order, make_user
+from tests.factories import make_offer, make_operator, make_order, make_user
 
 EXAMPLES = int(os.environ.get("KERNODECK_SCHEMATHESIS_EXAMPLES", 10))
 CHECKS = [
@@ -38,11 +39,13 @@ def _keep_the_test_connection():
     request_finished.connect(close_old_connections)
 
 
-@pytest.fixture
-def bearer(db):
+@pytest.fixture(params=["customer", "operator"])
+def bearer(db, request):
+    """Both roles: a customer with an order, and an operator (the ops API's operations)."""
     customer = make_user()
     make_order(owner=customer, offer=make_offer(slug="h100"))
-    _token, raw = account_services.api_token_create(user=customer, name="schemathesis")
+    user = customer if request.param == "customer" else make_operator()
+    _token, raw = account_services.api_token_create(user=user, name="schemathesis")
     return {"Authorization": f"Bearer {raw}"}
 
 

@@ -310,3 +310,59 @@ def test_every_backoffice_action_needs_its_permission_and_changes_nothing_withou
 
 def _actions(name):
     return dict(backoffice_urls())[name].backoffice_actions
+
+
+ACCESS_MATRIX = [
+    ((), False),
+    (("provisioning.operate_rentals",), False),
+    (("provisioning.view_access",), False),
+    (("provisioning.operate_rentals", "provisioning.view_access"), True),
+]
+
+
+@pytest.mark.parametrize(("perms", "allowed"), ACCESS_MATRIX, ids=lambda v: str(v))
+def test_access_details_need_operate_rentals_and_view_access_on_desk_and_api(perms, allowed):
+    """What the README's permission table and the ops API's docstring say: reading a
+    customer's access needs both permissions, on the desk and through the API alike."""
+    from tests.factories import make_ssh_key
+
+    staff = make_user(staff=True)
+    order = make_settled_order()
+    make_ssh_key(order.owner)
+    provisioning_services.rental_allocate(order=order)
+    provisioning_services.rental_prepare(order=order, actor=staff)
+    provisioning_services.rental_deliver(
+        order=order,
+        host="gpu-01.example.org",
+        port=22,
+        user="kd-rental",
+        url="https://127.0.0.1:8888/lab",
+        token="nb-secret-token-1",
+        actor=staff,
+    )
+    desk = _client_with(*perms)
+    user = desk.session.get("_auth_user_id")
+    _token, raw = account_services.api_token_create(
+        user=type(order.owner).objects.get(pk=user), name="ops"
+    )
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    reads_before = AuditEvent.objects.filter(action__contains="access").count()
+
+    page = desk.get(reverse("desk:access", args=[order.reference]))
+    answer = api.get(f"/api/v1/ops/rentals/{order.reference}/access")
+    rental_page = desk.get(reverse("desk:rental", args=[order.reference]))
+
+    if allowed:
+        assert page.status_code == 200
+        assert answer.status_code == 200
+        assert answer.json()["token"] == "nb-secret-token-1"
+        assert reverse("desk:access", args=[order.reference]) in rental_page.content.decode()
+        assert AuditEvent.objects.filter(action__contains="access").count() == reads_before + 2
+    else:
+        assert page.status_code == 403
+        assert answer.status_code == 403
+        assert "nb-secret-token-1" not in page.content.decode()
+        assert reverse("desk:access", args=[order.reference]) not in (
+            rental_page.content.decode() if rental_page.status_code == 200 else ""
+        )
+        assert AuditEvent.objects.filter(action__contains="access").count() == reads_before

@@ -69,3 +69,35 @@ def active_rental(*, owner=None, days=7, token=""):
     return provisioning_services.rental_deliver(
         order=order, actor=operator, host="gpu1.example.org", port=2222, user="kd-abc", **extra
     )
+
+
+def png_bytes(*, extra_chunks=(), trailer=b"") -> bytes:
+    """A real 1x1 PNG (signature, IHDR, IDAT, IEND), with optional chunks and a trailer."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"\x00\xff\x00\x00")
+    body = chunk(b"IHDR", header)
+    for kind, data in extra_chunks:
+        body += chunk(kind, data)
+    return b"\x89PNG\r\n\x1a\n" + body + chunk(b"IDAT", pixels) + chunk(b"IEND", b"") + trailer
+
+
+def jpeg_bytes(*, comment=b"", trailer=b"") -> bytes:
+    """A JPEG's segment structure: SOI, APP0 (JFIF), an optional COM, SOS with scan data
+    (a stuffed 0xFF00 and a restart marker inside), EOI, then an optional trailer."""
+
+    def segment(marker, data):
+        return b"\xff" + marker + (len(data) + 2).to_bytes(2, "big") + data
+
+    out = b"\xff\xd8" + segment(b"\xe0", b"JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00")
+    if comment:
+        out += segment(b"\xfe", comment)
+    out += segment(b"\xda", b"\x01\x01\x00\x00\x3f\x00")
+    out += b"\x12\x34\xff\x00\x56\xff\xd0\x78"
+    return out + b"\xff\xd9" + trailer

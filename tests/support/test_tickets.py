@@ -12,7 +12,7 @@ from kernodeck.notifications.models import OutboxMessage
 from kernodeck.support import services
 from kernodeck.support.models import Attachment, Message, Ticket
 from tests.factories import api_post, make_order, make_user
-from tests.support.helpers import HF, make_agent, problem_ticket
+from tests.support.helpers import HF, make_agent, png_bytes, problem_ticket
 
 pytestmark = pytest.mark.django_db
 
@@ -260,7 +260,7 @@ def test_unauthenticated_api_is_401(client):
 # -- attachments -----------------------------------------------------------------------
 
 
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+PNG = png_bytes()
 
 
 def test_text_attachment_is_cleaned_and_served_only_to_owner_and_staff(client):

@@ -1,0 +1,162 @@
+"""Other key formats, invisible characters, file names and what hides in an image."""
+
+import hashlib
+
+import pytest
+
+from kernodeck.support import services
+from kernodeck.support.models import Attachment
+from kernodeck.support.redaction import REMOVED, redact
+from tests.factories import make_user
+from tests.support.helpers import HF, jpeg_bytes, png_bytes, problem_ticket
+
+pytestmark = pytest.mark.django_db
+
+_B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def _base58check(payload: bytes) -> str:
+    raw = payload + hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4]
+    number = int.from_bytes(raw, "big")
+    out = ""
+    while number:
+        number, digit = divmod(number, 58)
+        out = _B58[digit] + out
+    return "1" * (len(raw) - len(raw.lstrip(b"\0"))) + out
+
+
+WIF_COMPRESSED = _base58check(b"\x80" + bytes(range(1, 33)) + b"\x01")
+WIF_UNCOMPRESSED = _base58check(b"\x80" + bytes(range(1, 33)))
+WIF_TESTNET = _base58check(b"\xef" + bytes(range(5, 37)) + b"\x01")
+HF34 = "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567"
+PPK = (
+    "PuTTY-User-Key-File-3: ssh-ed25519\n"
+    "Encryption: none\n"
+    "Comment: ed25519-key-20260101\n"
+    "Public-Lines: 2\n"
+    "AAAAC3NzaC1lZDI1NTE5AAAAIOdummydummydummydummydummydummydummydum\n"
+    "my\n"
+    "Private-Lines: 1\n"
+    "AAAAIFakePrivateKeyBytesFakePrivateKeyBytesFake\n"
+    "Private-MAC: 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
+)
+SOLANA = "[" + ",".join(str((i * 37) % 256) for i in range(64)) + "]"
+SOLANA_PRETTY = "[\n  " + ",\n  ".join(str((i * 91) % 256) for i in range(64)) + "\n]"
+
+POSITIVES = [
+    ("private_key", f"my putty key:\n{PPK}\nthanks", "AAAAIFakePrivateKeyBytes"),
+    ("keypair_array", f"cat ~/.config/solana/id.json\n{SOLANA}", SOLANA[1:40]),
+    ("keypair_array", f"id.json = {SOLANA_PRETTY}", SOLANA_PRETTY[4:30]),
+    ("wif_key", f"importprivkey {WIF_COMPRESSED}", WIF_COMPRESSED),
+    ("wif_key", f"clave: {WIF_UNCOMPRESSED}", WIF_UNCOMPRESSED),
+    ("wif_key", f"testnet {WIF_TESTNET}", WIF_TESTNET),
+    ("command_password", "mysql -h db.local -u root -pS3cretPw app", "S3cretPw"),
+    ("command_password", "mysqldump --password Hunter2024 --all-databases", "Hunter2024"),
+    ("assignment", "mysql --password=Hunter2024 -h db", "Hunter2024"),
+    (
+        "authorization_header",
+        "curl -H 'Authorization: Bearer 4f9c1e7a2b8d4c0e9f1a' https://api.example/v1",
+        "4f9c1e7a2b8d4c0e9f1a",
+    ),
+    (
+        "authorization_header",
+        'requests.get(u, headers={"Authorization": "Token abcDEF123456ghi"})',
+        "abcDEF123456ghi",
+    ),
+    ("assignment", "body: user=ana&password%3Dhunter2%21xyz&remember=1", "hunter2%21xyz"),
+    ("assignment", "GET /cb?q=1&api_key%3DABCDEF1234567890 HTTP/1.1", "ABCDEF1234567890"),
+    ("huggingface_token", f"token: {HF34[:21]}\n{HF34[21:]}\nend", HF34[10:21]),
+    ("huggingface_token", f"{HF34[:12]}\n  {HF34[12:]}", HF34[12:]),
+    ("huggingface_token", f"HF {HF34[:9]}\u200b{HF34[9:]}", HF34[9:]),
+    ("huggingface_token", f"HF {HF34[:9]}\u00ad{HF34[9:]}", HF34[9:]),
+    ("github_token", "ghp_" + "\u2060".join("1234567890abcdefghijABCDEFGHIJ123456"), "J12345"),
+    (
+        "private_key",
+        "-----BEGIN\u200b OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n"
+        "-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXk",
+    ),
+    ("assignment", "contraseña: Hunter2024", "Hunter2024"),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), POSITIVES)
+def test_each_other_format_is_removed(kind, text, secret):
+    result = redact(text)
+    assert secret not in result.text
+    assert REMOVED in result.text
+    assert kind in {f.kind for f in result.findings}
+
+
+def test_the_line_after_a_complete_token_stays():
+    result = redact(f"{HF34}\nnext line")
+    assert result.text == f"{REMOVED}\nnext line"
+
+
+NEGATIVES = {
+    "base58 without a checksum": "txid 5HpjKrb7dH5kKQQzmbjB87Mxova7mek5bXUTWfndcX6tBoqUwzz",
+    "a short array": "shape = [1, 3, 224, 224]",
+    "64 floats are not a key": "[" + ", ".join("0.5" for _ in range(64)) + "]",
+    "numbers over 255": "[" + ",".join(str(256 + i) for i in range(64)) + "]",
+    "mysql asking for the password": "mysql -h db -u root -p app",
+    "mysql port": "mysql -h db -P3306 -u root -p",
+    "a password flag described": "use the --password flag, then type it",
+    "authorization scheme only": "Authorization: Bearer $TOKEN",
+    "zero-width joiner in an emoji": "gracias 👩\u200d💻",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEGATIVES))
+def test_look_alikes_stay(name):
+    result = redact(NEGATIVES[name])
+    assert result.text == NEGATIVES[name]
+    assert result.findings == ()
+
+
+def test_a_token_as_a_file_name_is_removed():
+    ticket = problem_ticket(
+        owner=make_user(), attachments=[services.Upload(f"{HF}.txt", b"just a log\n")]
+    )
+    attachment = Attachment.objects.get(message__ticket=ticket)
+    assert HF not in attachment.name
+    assert attachment.name == f"{REMOVED}.txt"
+    assert attachment.redactions[0]["kind"] == "huggingface_token"
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        png_bytes(trailer=f"\nHF_TOKEN={HF}\n".encode()),
+        png_bytes(extra_chunks=[(b"tEXt", b"Comment\x00" + HF.encode())]),
+        jpeg_bytes(trailer=f"key {HF}".encode()),
+        jpeg_bytes(comment=HF.encode()),
+    ],
+    ids=["png trailer", "png text chunk", "jpeg trailer", "jpeg comment"],
+)
+def test_text_hidden_in_an_image_is_cut_off_and_reported(image):
+    ticket = problem_ticket(owner=make_user(), attachments=[services.Upload("shot.img", image)])
+    attachment = Attachment.objects.get(message__ticket=ticket)
+    stored = bytes(attachment.data)
+    assert HF.encode() not in stored
+    assert stored in {png_bytes(), jpeg_bytes()}
+    assert [r["kind"] for r in attachment.redactions] == ["huggingface_token"]
+
+
+def test_a_clean_image_is_stored_as_it_came():
+    for image in (png_bytes(), jpeg_bytes()):
+        ticket = problem_ticket(owner=make_user(), attachments=[services.Upload("s.png", image)])
+        attachment = Attachment.objects.get(message__ticket=ticket)
+        assert bytes(attachment.data) == image
+        assert attachment.redactions == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\x89PNG\r\n\x1a\n" + b"\x00" * 64, b"\xff\xd8\xff\xe0\x00\x10JFIF", png_bytes()[:-5]],
+)
+def test_a_broken_image_is_refused(data):
+    from kernodeck.core.errors import InvalidInput
+
+    with pytest.raises(InvalidInput) as refused:
+        problem_ticket(owner=make_user(), attachments=[services.Upload("s.png", data)])
+    assert "not a valid PNG or JPEG" in refused.value.message
