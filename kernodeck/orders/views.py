@@ -6,6 +6,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
 
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.core.errors import NotFound, ServiceError
@@ -74,6 +75,7 @@ def order_list(request):
     return render(request, "orders/list.html", {"page": page})
 
 
+@never_cache  # the order file shows the rental's access and its secret: no cache keeps it
 @login_required
 def detail(request, reference):
     order = _owned_order(request, reference)

@@ -266,3 +266,14 @@ def test_staff_see_every_order_in_the_back_office():
     listing = client.get("/backoffice/orders/order/").content.decode()
 
     assert order.reference in listing
+
+
+def test_the_order_file_is_never_kept_by_a_cache(client):
+    """It shows the rental's access (and a notebook's or inference server's secret)."""
+    order = make_order()
+    client.force_login(order.owner)
+
+    response = client.get(reverse("orders:detail", args=[order.reference]))
+
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
