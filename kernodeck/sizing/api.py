@@ -10,8 +10,10 @@ from kernodeck.sizing.charts import build_chart
 from kernodeck.sizing.selectors import (
     architecture_from_input,
     assumptions_in_words,
+    measure_command,
     recommendation_note,
     sizing_report,
+    unstated_in_words,
 )
 
 router = Router(tags=["sizing"])
@@ -49,6 +51,16 @@ class SizingIn(Schema):
     finetune: Literal["full", "lora", "qlora"] = "full"
     gradient_checkpointing: Annotated[bool, Field(strict=True)] = False
     gpus: _count(estimator.MAX_GPUS) = 1
+    attention: Literal["eager", "sdpa", "flash"] | None = None
+
+
+class UnstatedOut(Schema):
+    input: str
+    assumed: str
+    alternative: str
+    per_gpu_gib_with_alternative: float
+    widens_margin: bool
+    note: str
 
 
 class RecommendationOut(Schema):
@@ -61,6 +73,7 @@ class RecommendationOut(Schema):
     fits_as_requested: bool
     gpus_needed_if_sharded: int | None
     units_needed_if_sharded: int | None
+    verdict: Literal["fits", "measure", "does_not_fit"]
     note: str
 
 
@@ -73,6 +86,8 @@ class SizingOut(Schema):
     total_gib: float
     breakdown: dict[str, float]
     margin: float
+    unstated_inputs: list[UnstatedOut]
+    measure_command: str
     assumptions: list[str]
     recommendations: list[RecommendationOut]
     svg: str
@@ -87,7 +102,19 @@ def report_out(report) -> dict:
         "per_gpu_gib": report.per_gpu_gib,
         "total_gib": report.total_gib,
         "breakdown": report.breakdown,
-        "margin": estimator.MARGIN,
+        "margin": report.margin,
+        "unstated_inputs": [
+            {
+                "input": u.name,
+                "assumed": u.assumed,
+                "alternative": u.alternative,
+                "per_gpu_gib_with_alternative": round(u.per_gpu_bytes / estimator.GIB, 2),
+                "widens_margin": u.raises,
+                "note": note,
+            }
+            for u, note in zip(report.unstated, unstated_in_words(report), strict=True)
+        ],
+        "measure_command": measure_command(report.per_gpu_gib),
         "assumptions": assumptions_in_words(report.estimate),
         "recommendations": [
             {
@@ -100,6 +127,7 @@ def report_out(report) -> dict:
                 "fits_as_requested": r.fits_as_requested,
                 "gpus_needed_if_sharded": r.gpus_needed_if_sharded,
                 "units_needed_if_sharded": r.units_needed_if_sharded,
+                "verdict": r.verdict,
                 "note": str(recommendation_note(r)),
             }
             for r in report.recommendations

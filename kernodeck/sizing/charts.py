@@ -63,7 +63,7 @@ def build_chart(report) -> Chart:
     """Row 1: the per-GPU estimate by part; then one row per offer, its memory per card."""
     per_gpu = report.estimate.as_gib()
     need = sum(per_gpu.values())
-    with_margin = need * (1 + estimator.MARGIN)
+    with_margin = need * (1 + report.margin)
     scale_max = max([with_margin, *[r.memory_gib for r in report.recommendations]])
     scale = PLOT_W / scale_max if scale_max else 0
     x = float(LABEL_W)
@@ -92,7 +92,7 @@ def build_chart(report) -> Chart:
     height = TOP + len(rows) * (BAR_H + GAP) + 4
     legend = [(PART_COLOURS[p], str(PART_LABELS[p])) for p in estimator.PARTS if per_gpu[p] > 0]
     title = str(
-        _("Estimated %(need).1f GiB per GPU (%(margin).1f GiB with the 20%% margin)")
-        % {"need": need, "margin": with_margin}
+        _("Estimated %(need).1f GiB per GPU (%(margin).1f GiB with the %(percent)s%% margin)")
+        % {"need": need, "margin": with_margin, "percent": report.margin_percent}
     )
     return Chart(WIDTH, height, LABEL_W, BAR_H, rows, legend, title)

@@ -70,6 +70,17 @@ class SizingForm(forms.Form):
             "Leave 1 unless your program splits the model (FSDP, ZeRO-3, tensor parallel)."
         ),
     )
+    attention = forms.ChoiceField(
+        label=_("Attention implementation"),
+        choices=[
+            ("", _("Not sure (assume SDPA or flash)")),
+            ("sdpa", "SDPA"),
+            ("flash", "FlashAttention"),
+            ("eager", _("Eager")),
+        ],
+        required=False,
+        help_text=_("Eager attention keeps every attention score in memory."),
+    )
     layers = _count(_("Layers"), 1024, required=False)
     hidden_size = _count(_("Hidden size"), 131_072, required=False)
     intermediate_size = _count(_("Intermediate (MLP) size"), 1_048_576, required=False)
@@ -106,4 +117,5 @@ class SizingForm(forms.Form):
         values = {name: self.cleaned_data[name] for name in names}
         values["gradient_checkpointing"] = self.cleaned_data["gradient_checkpointing"]
         values["gpus"] = self.cleaned_data["gpus"]
+        values["attention"] = self.cleaned_data.get("attention") or None
         return values

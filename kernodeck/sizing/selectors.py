@@ -40,6 +40,13 @@ class Recommendation:
     gpus_needed_if_sharded: int | None
     units_needed_if_sharded: int | None
     within_order_limit: bool
+    # fits | measure | does_not_fit, for the job as requested (estimator.verdict).
+    verdict: str = estimator.FITS
+    margin: float = estimator.MARGIN
+    estimate_gib: float = 0.0
+    # (input, its alternative value, the verdict with it) for each unstated input that
+    # changes this offer's verdict.
+    verdict_if: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,17 @@ class SizingReport:
     estimate: estimator.Estimate
     single_gpu: estimator.Estimate
     recommendations: list[Recommendation]
+    margin: float = estimator.MARGIN
+    unstated: tuple[estimator.Unstated, ...] = ()
+
+    @property
+    def margin_percent(self) -> int:
+        return round(self.margin * 100)
+
+    @property
+    def estimate_arg(self) -> str:
+        """The per-GPU figure as `--estimate-gib` takes it: digits and a dot, any language."""
+        return f"{self.per_gpu_gib:.2f}"
 
     @property
     def per_gpu_gib(self) -> float:
@@ -103,28 +121,47 @@ def sizing_report(*, label: str, workload: estimator.Workload) -> SizingReport:
     """The estimate for the workload and, for every active offer, whether and how it fits."""
     estimate = _checked(workload)
     single = estimate if workload.gpus == 1 else _checked(estimator.with_gpus(workload, 1))
+    unstated = estimator.unstated_inputs(workload)
+    margin = estimator.margin_for(workload, unstated)
     recommendations = []
     for offer in catalog_selectors.offers_active():
-        needed = estimator.gpus_needed(workload, memory_gib=offer.memory_gib)
+        memory = offer.memory_gib
+        needed = estimator.gpus_needed(workload, memory_gib=memory, margin=margin)
         units = ceil(needed / offer.gpus_per_unit) if needed else None
+        verdict = estimator.verdict(estimate.per_gpu_bytes, memory_gib=memory, margin=margin)
+        verdict_if = []
+        for u in unstated:
+            other = estimator.verdict(u.per_gpu_bytes, memory_gib=memory, margin=margin)
+            if other != verdict:
+                verdict_if.append((u.name, u.alternative, other))
         recommendations.append(
             Recommendation(
                 slug=offer.slug,
                 gpu=offer.gpu_model,
                 backend=offer.get_backend_display(),
-                memory_gib=offer.memory_gib,
+                memory_gib=memory,
                 gpus_per_unit=offer.gpus_per_unit,
-                fits_one_gpu=estimator.fits(single.per_gpu_bytes, memory_gib=offer.memory_gib),
-                fits_as_requested=estimator.fits(
-                    estimate.per_gpu_bytes, memory_gib=offer.memory_gib
+                fits_one_gpu=estimator.fits(
+                    single.per_gpu_bytes, memory_gib=memory, margin=margin
                 ),
+                fits_as_requested=verdict == estimator.FITS,
                 gpus_needed_if_sharded=needed,
                 units_needed_if_sharded=units,
                 within_order_limit=units is not None and units <= MAX_UNITS,
+                verdict=verdict,
+                margin=margin,
+                estimate_gib=round(estimate.per_gpu_bytes / estimator.GIB, 2),
+                verdict_if=tuple(verdict_if),
             )
         )
+    order = {estimator.FITS: 0, estimator.MEASURE: 1, estimator.DOES_NOT_FIT: 2}
     recommendations.sort(
-        key=lambda r: (not r.fits_one_gpu, r.gpus_needed_if_sharded or 10**6, r.memory_gib)
+        key=lambda r: (
+            not r.fits_one_gpu,
+            order[r.verdict],
+            r.gpus_needed_if_sharded or 10**6,
+            r.memory_gib,
+        )
     )
     return SizingReport(
         workload=workload,
@@ -132,7 +169,34 @@ def sizing_report(*, label: str, workload: estimator.Workload) -> SizingReport:
         estimate=estimate,
         single_gpu=single,
         recommendations=recommendations,
+        margin=margin,
+        unstated=unstated,
     )
+
+
+def unstated_in_words(report: SizingReport) -> list[str]:
+    """For each input that matters and was left at its default: which, and what it changes."""
+    sentences = []
+    for u in report.unstated:
+        values = {
+            "name": u.name,
+            "assumed": u.assumed,
+            "alternative": u.alternative,
+            "gib": f"{u.per_gpu_bytes / estimator.GIB:.2f}",
+        }
+        if u.raises:
+            text = _(
+                "%(name)s was left at its default (%(assumed)s). With %(name)s = "
+                "%(alternative)s the estimate is %(gib)s GiB per GPU; the margin is wider "
+                "because of it. Say which one your program uses."
+            )
+        else:
+            text = _(
+                "%(name)s was left at its default (%(assumed)s). With %(name)s = "
+                "%(alternative)s the estimate is %(gib)s GiB per GPU."
+            )
+        sentences.append(text % values)
+    return sentences
 
 
 def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
@@ -173,10 +237,16 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
                 "trainable": number_format(values["trainable"], force_grouping=True),
             }
         elif key == "activations":
-            text = _(
-                "Activations kept for the backward pass after Korthikanti et al. (2022), with "
-                "memory-efficient attention."
-            )
+            if values.get("attention") == "eager":
+                text = _(
+                    "Activations kept for the backward pass after Korthikanti et al. (2022), "
+                    "with eager attention: every layer keeps its attention scores and softmax."
+                )
+            else:
+                text = _(
+                    "Activations kept for the backward pass after Korthikanti et al. (2022), "
+                    "with memory-efficient attention."
+                )
             if values["checkpointing"]:
                 text += " " + _("Gradient checkpointing keeps only each layer's input.")
         elif key == "sharded":
@@ -197,26 +267,62 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
     return sentences
 
 
+VERDICT_WORDS = {
+    estimator.FITS: _("fits"),
+    estimator.MEASURE: _("measure it"),
+    estimator.DOES_NOT_FIT: _("does not fit"),
+}
+
+
+def measure_command(estimate_gib: float) -> str:
+    """The envcheck command for a trial, with the figure in the form argparse accepts."""
+    return f"kernodeck-envcheck --measure train.py --estimate-gib {estimate_gib:.2f}"
+
+
 def recommendation_note(r: Recommendation) -> str:
-    """One sentence per offer: fits, fits only when sharded, or does not fit (R21)."""
-    values = {"gpu": r.gpu, "n": r.gpus_needed_if_sharded, "units": r.units_needed_if_sharded}
-    if r.fits_one_gpu:
-        return _("Fits on one %(gpu)s with the 20%% margin.") % values
-    if r.gpus_needed_if_sharded is None:
-        return (
+    """One sentence per offer: fits, measure it, fits only when sharded, or does not fit."""
+    values = {
+        "gpu": r.gpu,
+        "n": r.gpus_needed_if_sharded,
+        "units": r.units_needed_if_sharded,
+        "margin": round(r.margin * 100),
+        "memory": r.memory_gib,
+        "estimate": f"{r.estimate_gib:.2f}",
+        "command": measure_command(r.estimate_gib),
+    }
+    if r.fits_one_gpu and r.verdict == estimator.FITS:
+        text = _("Fits on one %(gpu)s with the %(margin)s%% margin.") % values
+    elif r.verdict == estimator.MEASURE:
+        text = (
+            _(
+                "The estimate (%(estimate)s GiB) fits one %(gpu)s (%(memory)s GiB) but not with "
+                "the %(margin)s%% margin: measure a short trial before you choose it: "
+                "%(command)s"
+            )
+            % values
+        )
+    elif r.gpus_needed_if_sharded is None:
+        text = (
             _(
                 "Does not fit %(gpu)s even when sharded: the activations and context alone exceed "
                 "one card. Reduce the batch or sequence length, or use gradient checkpointing."
             )
             % values
         )
-    text = (
-        _(
-            "Needs %(n)s x %(gpu)s (%(units)s unit(s)) and a program that shards the model across "
-            "them; GPUs do not pool their memory otherwise."
+    else:
+        text = (
+            _(
+                "Needs %(n)s x %(gpu)s (%(units)s unit(s)) and a program that shards the model "
+                "across them; GPUs do not pool their memory otherwise."
+            )
+            % values
         )
-        % values
-    )
-    if not r.within_order_limit:
-        text += " " + _("That is more units than one order allows (10).")
+        if not r.within_order_limit:
+            text += " " + _("That is more units than one order allows (10).")
+    for name, alternative, other in r.verdict_if:
+        text += " " + _("With %(name)s = %(alternative)s: %(verdict)s.") % {
+            "name": name,
+            "alternative": alternative,
+            "verdict": VERDICT_WORDS[other],
+        }
     return text

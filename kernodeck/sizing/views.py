@@ -13,8 +13,10 @@ from kernodeck.sizing.forms import SizingForm
 from kernodeck.sizing.selectors import (
     architecture_from_input,
     assumptions_in_words,
+    measure_command,
     recommendation_note,
     sizing_report,
+    unstated_in_words,
 )
 
 STANDALONE = Path(__file__).with_name("standalone")
@@ -26,7 +28,7 @@ def sizing(request):
     """GET /sizing/: the form, and for a submitted workload its estimate and the offers."""
     submitted = "mode" in request.GET
     form = SizingForm(request.GET if submitted else None)
-    context = {"form": form, "margin_percent": int(estimator.MARGIN * 100)}
+    context = {"form": form, "margin_percent": round(estimator.MARGIN * 100)}
     if submitted and form.is_valid():
         try:
             label, arch = architecture_from_input(
@@ -43,6 +45,9 @@ def sizing(request):
                 report=report,
                 chart=build_chart(report),
                 assumptions=assumptions_in_words(report.estimate),
+                unstated=unstated_in_words(report),
+                margin_percent=report.margin_percent,
+                command=measure_command(report.per_gpu_gib),
                 breakdown=[(PART_LABELS[part], gib) for part, gib in report.breakdown.items()],
                 offers=[(r, recommendation_note(r)) for r in report.recommendations],
             )

@@ -126,3 +126,70 @@ def test_hugging_face_octocoder_generation(precision, measured_gib):
     workload = Workload(OCTOCODER, precision=precision, sequence_length=90)
     error = relative_error(workload, measured_gib * GIB)
     assert abs(error) <= 0.10, error
+
+
+# Every case above: (workload, measured bytes). The verdict's margin must cover each one: a
+# card the estimator calls a fit is never below a measured peak of these tables.
+MEASURED = [
+    (Workload(LLAMA2_7B, sequence_length=64), 13.52 * GB),
+    (Workload(LLAMA2_13B, sequence_length=64), 26.21 * GB),
+    (Workload(LLAMA2_7B, precision="int4", sequence_length=64), 4.57 * GB),
+    (Workload(LLAMA2_13B, precision="int4", sequence_length=64), 8.32 * GB),
+    *[
+        (
+            Workload(
+                LLAMA2_7B,
+                mode="training",
+                finetune="lora",
+                batch_size=b,
+                sequence_length=ALPACA_LONGEST_LLAMA2,
+            ),
+            gb * GB,
+        )
+        for b, gb in ((1, 21.30), (2, 29.07))
+    ],
+    (
+        Workload(
+            LLAMA2_13B, mode="training", finetune="lora", sequence_length=ALPACA_LONGEST_LLAMA2
+        ),
+        38.12 * GB,
+    ),
+    (
+        Workload(
+            LLAMA2_7B,
+            mode="training",
+            finetune="qlora",
+            precision="int4",
+            sequence_length=ALPACA_LONGEST_LLAMA2,
+        ),
+        14.14 * GB,
+    ),
+    *[
+        (Workload(OCTOCODER, precision=p, sequence_length=90), gib * GIB)
+        for p, gib in (
+            ("bf16", 29.0260648727417),
+            ("int8", 15.219234466552734),
+            ("int4", 9.543574333190918),
+        )
+    ],
+]
+
+
+@pytest.mark.parametrize(("workload", "measured_bytes"), MEASURED)
+def test_a_card_called_a_fit_is_never_below_the_measured_peak(workload, measured_bytes):
+    """The smallest card the verdict calls a fit holds the estimate plus the margin; it must
+    hold the measured peak too (measured tensors plus the context the estimate assumes)."""
+    from kernodeck.sizing import estimator
+
+    result = estimate(workload)
+    smallest_fit = result.per_gpu_bytes * (1 + estimator.margin_for(workload))
+    measured_on_device = measured_bytes + result.per_gpu["overhead"]
+    assert smallest_fit >= measured_on_device
+    assert (
+        estimator.verdict(
+            result.per_gpu_bytes,
+            memory_gib=measured_bytes / GIB,
+            margin=estimator.margin_for(workload),
+        )
+        != estimator.FITS
+    )

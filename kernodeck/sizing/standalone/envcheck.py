@@ -356,6 +356,17 @@ def print_human(report: dict, out) -> None:
         print(report["note"], file=out)
 
 
+def gib_number(text: str) -> float:
+    """A size in GiB, written 18.6 or, as Spanish and other languages write it, 18,6."""
+    try:
+        value = float(text.strip().replace(",", "."))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of GiB: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+    return value
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="kernodeck-envcheck",
@@ -365,7 +376,9 @@ def parse_args(argv):
     parser.add_argument("--expect-backend", choices=BACKENDS, help="cuda, rocm (or cpu)")
     parser.add_argument("--expect-gpus", type=int, help="how many GPUs must be visible")
     parser.add_argument("--measure", metavar="SCRIPT", help="run SCRIPT and report its peaks")
-    parser.add_argument("--estimate-gib", type=float, help="the estimator's per-GPU figure")
+    parser.add_argument(
+        "--estimate-gib", type=gib_number, help="the estimator's per-GPU figure (18.6)"
+    )
     parser.add_argument("--manifest", metavar="OUT", help="write a reproducibility record")
     parser.add_argument("--hash", action="append", default=[], metavar="FILE")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
