@@ -74,7 +74,14 @@ class RecommendationOut(Schema):
     gpus_needed_if_sharded: int | None
     units_needed_if_sharded: int | None
     verdict: Literal["fits", "measure", "does_not_fit"]
+    device_gib: float
+    context_gib: float
     note: str
+
+
+class FigureOut(Schema):
+    gib: float
+    parts: dict[str, float]
 
 
 class SizingOut(Schema):
@@ -83,6 +90,10 @@ class SizingOut(Schema):
     trainable_parameters: int
     gpus: int
     per_gpu_gib: float
+    allocated_gib: float
+    reserved_gib: float
+    device_gib: float
+    figures: dict[str, FigureOut]
     total_gib: float
     breakdown: dict[str, float]
     margin: float
@@ -100,6 +111,10 @@ def report_out(report) -> dict:
         "trainable_parameters": report.estimate.trainable_parameters,
         "gpus": report.workload.gpus,
         "per_gpu_gib": report.per_gpu_gib,
+        "allocated_gib": report.figures["allocated"]["gib"],
+        "reserved_gib": report.figures["reserved"]["gib"],
+        "device_gib": report.figures["device"]["gib"],
+        "figures": report.figures,
         "total_gib": report.total_gib,
         "breakdown": report.breakdown,
         "margin": report.margin,
@@ -128,6 +143,8 @@ def report_out(report) -> dict:
                 "gpus_needed_if_sharded": r.gpus_needed_if_sharded,
                 "units_needed_if_sharded": r.units_needed_if_sharded,
                 "verdict": r.verdict,
+                "device_gib": r.device_gib,
+                "context_gib": r.context_gib,
                 "note": str(recommendation_note(r)),
             }
             for r in report.recommendations

@@ -39,10 +39,15 @@ Formulas and where they come from
   plus an fp32 copy and its gradient.
 - Inference activations are transient: one layer's intermediate tensors at a time for the
   whole prompt, plus the last position's logits in fp32.
-- Overhead: the CUDA (or ROCm) context and library workspaces, typically 0.3 to 1 GiB per GPU
-  depending on the card, driver and CUDA version (PyTorch "CUDA semantics" notes), counted
-  as 0.5 GiB, plus 5 % of the tensors for the caching allocator's fragmentation. Run
-  `kernodeck-envcheck` to measure the context on a real machine.
+- Three figures per GPU, because published peaks use all three: `allocated` is the peak of
+  live tensors (what `torch.cuda.max_memory_allocated` reports); `reserved` adds what the
+  caching allocator holds beyond them (`max_memory_reserved`), counted as 5 % of the tensors
+  for fragmentation and cached blocks; `device` adds the CUDA (or ROCm) context and library
+  workspaces (what nvidia-smi shows as "used"), typically 0.3 to 1.3 GiB per GPU depending on
+  the card, driver and CUDA version (PyTorch "CUDA semantics" notes). The context is 0.5 GiB
+  unless `CONTEXT_GIB_BY_CARD` holds a measured figure for the card (a V100 measured 1.3 GiB,
+  issue 25). The verdicts use `device`. Run `kernodeck-envcheck` to measure the context on
+  a real machine; its `--measure` reports the same three figures for a trial.
 
 Sharding over n GPUs (tensor parallelism, FSDP or ZeRO-3) divides the weights, gradients,
 optimizer states and KV cache by n; each GPU still holds the activations of the batch it
@@ -69,6 +74,9 @@ OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "adamw8bit": 2.0, "sgd": 4.0}
 FP32_MASTER_BYTES = 4.0
 
 CONTEXT_BYTES = 0.5 * GIB
+# Measured contexts (memory used on the card outside PyTorch's allocator right after CUDA
+# initialises), by a word of the offer's GPU model; the rest use CONTEXT_BYTES.
+CONTEXT_GIB_BY_CARD = {"V100": 1.3}
 FRAGMENTATION = 0.05
 LORA_RANK = 16
 MAX_GPUS = 64
@@ -198,6 +206,42 @@ class Estimate:
     def tensor_bytes(self) -> float:
         """What torch.cuda.max_memory_allocated would report on one GPU: all but overhead."""
         return self.per_gpu_bytes - self.per_gpu["overhead"]
+
+    @property
+    def allocated_bytes(self) -> float:
+        """Peak of live tensors on one GPU (max_memory_allocated)."""
+        return self.tensor_bytes
+
+    @property
+    def allocator_cache_bytes(self) -> float:
+        return FRAGMENTATION * self.tensor_bytes
+
+    @property
+    def reserved_bytes(self) -> float:
+        """What the caching allocator holds on one GPU (max_memory_reserved)."""
+        return self.allocated_bytes + self.allocator_cache_bytes
+
+    def device_bytes(self, context_bytes: float = CONTEXT_BYTES) -> float:
+        """What the card shows as used (nvidia-smi): reserved plus the context."""
+        return self.reserved_bytes + context_bytes
+
+    def figures_gib(self, context_bytes: float = CONTEXT_BYTES) -> dict[str, dict]:
+        """The three per-GPU figures, each with its breakdown, in GiB."""
+        tensors = {p: self.per_gpu[p] / GIB for p in PARTS if p != "overhead"}
+        return {
+            "allocated": {"gib": self.allocated_bytes / GIB, "parts": tensors},
+            "reserved": {
+                "gib": self.reserved_bytes / GIB,
+                "parts": {
+                    "allocated": self.allocated_bytes / GIB,
+                    "allocator_cache": self.allocator_cache_bytes / GIB,
+                },
+            },
+            "device": {
+                "gib": self.device_bytes(context_bytes) / GIB,
+                "parts": {"reserved": self.reserved_bytes / GIB, "context": context_bytes / GIB},
+            },
+        }
 
     def per_gpu_gib(self) -> float:
         return self.per_gpu_bytes / GIB
@@ -467,12 +511,27 @@ def verdict(per_gpu_bytes: float, *, memory_gib: float, margin: float) -> str:
     return DOES_NOT_FIT
 
 
-def gpus_needed(w: Workload, *, memory_gib: float, margin: float | None = None) -> int | None:
-    """The fewest GPUs of `memory_gib` that hold the job with the margin when it shards."""
+def context_bytes_for(gpu_model: str) -> float:
+    """The measured context of a card when one is known, else the usual 0.5 GiB."""
+    words = gpu_model.upper().replace("-", " ").split()
+    for card, gib in CONTEXT_GIB_BY_CARD.items():
+        if card in words:
+            return gib * GIB
+    return CONTEXT_BYTES
+
+
+def gpus_needed(
+    w: Workload,
+    *,
+    memory_gib: float,
+    margin: float | None = None,
+    context_bytes: float = CONTEXT_BYTES,
+) -> int | None:
+    """The fewest GPUs of `memory_gib` whose device figure plus the margin holds the job."""
     if margin is None:
         margin = margin_for(w)
     for n in range(1, MAX_GPUS + 1):
-        per_gpu = estimate(with_gpus(w, n)).per_gpu_bytes
+        per_gpu = estimate(with_gpus(w, n)).device_bytes(context_bytes)
         if per_gpu * (1 + margin) <= memory_gib * GIB:
             return n
     return None

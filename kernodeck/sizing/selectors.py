@@ -47,6 +47,9 @@ class Recommendation:
     # (input, its alternative value, the verdict with it) for each unstated input that
     # changes this offer's verdict.
     verdict_if: tuple[tuple[str, str, str], ...] = ()
+    # The device figure on this card (reserved + this card's context) and that context.
+    device_gib: float = 0.0
+    context_gib: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,17 @@ class SizingReport:
     @property
     def breakdown(self) -> dict[str, float]:
         return {part: round(v, 2) for part, v in self.estimate.as_gib().items()}
+
+    @property
+    def figures(self) -> dict[str, dict]:
+        """allocated, reserved and device per GPU (default context), each with its parts."""
+        return {
+            name: {
+                "gib": round(figure["gib"], 2),
+                "parts": {part: round(v, 2) for part, v in figure["parts"].items()},
+            }
+            for name, figure in self.estimate.figures_gib().items()
+        }
 
 
 def architecture_from_input(*, preset: str | None, architecture: dict | None):
@@ -126,12 +140,18 @@ def sizing_report(*, label: str, workload: estimator.Workload) -> SizingReport:
     recommendations = []
     for offer in catalog_selectors.offers_active():
         memory = offer.memory_gib
-        needed = estimator.gpus_needed(workload, memory_gib=memory, margin=margin)
+        context = estimator.context_bytes_for(offer.gpu_model)
+        # Device figures on this card: the estimate's default context replaced by the card's.
+        extra = context - estimator.CONTEXT_BYTES
+        device = estimate.device_bytes(context)
+        needed = estimator.gpus_needed(
+            workload, memory_gib=memory, margin=margin, context_bytes=context
+        )
         units = ceil(needed / offer.gpus_per_unit) if needed else None
-        verdict = estimator.verdict(estimate.per_gpu_bytes, memory_gib=memory, margin=margin)
+        verdict = estimator.verdict(device, memory_gib=memory, margin=margin)
         verdict_if = []
         for u in unstated:
-            other = estimator.verdict(u.per_gpu_bytes, memory_gib=memory, margin=margin)
+            other = estimator.verdict(u.per_gpu_bytes + extra, memory_gib=memory, margin=margin)
             if other != verdict:
                 verdict_if.append((u.name, u.alternative, other))
         recommendations.append(
@@ -142,7 +162,7 @@ def sizing_report(*, label: str, workload: estimator.Workload) -> SizingReport:
                 memory_gib=memory,
                 gpus_per_unit=offer.gpus_per_unit,
                 fits_one_gpu=estimator.fits(
-                    single.per_gpu_bytes, memory_gib=memory, margin=margin
+                    single.device_bytes(context), memory_gib=memory, margin=margin
                 ),
                 fits_as_requested=verdict == estimator.FITS,
                 gpus_needed_if_sharded=needed,
@@ -150,8 +170,10 @@ def sizing_report(*, label: str, workload: estimator.Workload) -> SizingReport:
                 within_order_limit=units is not None and units <= MAX_UNITS,
                 verdict=verdict,
                 margin=margin,
-                estimate_gib=round(estimate.per_gpu_bytes / estimator.GIB, 2),
+                estimate_gib=round(device / estimator.GIB, 2),
                 verdict_if=tuple(verdict_if),
+                device_gib=round(device / estimator.GIB, 2),
+                context_gib=round(context / estimator.GIB, 2),
             )
         )
     order = {estimator.FITS: 0, estimator.MEASURE: 1, estimator.DOES_NOT_FIT: 2}
@@ -260,8 +282,11 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
             )
         else:
             text = _(
-                "Overhead: 0.5 GiB of CUDA/ROCm context per GPU plus 5 percent of the tensors for "
-                "allocator fragmentation."
+                "Three figures per GPU: allocated (live tensors, what max_memory_allocated "
+                "reports), reserved (plus 5 percent the caching allocator holds, "
+                "max_memory_reserved) and device (plus the CUDA/ROCm context, what nvidia-smi "
+                "shows: 0.5 GiB unless a card's context was measured, e.g. 1.3 GiB on a V100). "
+                "The verdicts use the device figure."
             )
         sentences.append(text)
     return sentences

@@ -121,12 +121,27 @@ def test_measure_runs_the_trial_with_its_arguments_and_reports(tmp_path):
     report = json.loads(result.stdout)
     assert out.read_text() == "14.0"
     assert "trial output" in result.stderr
-    assert report["measure"] == {
-        "script": str(trial),
-        "peaks": [],
-        "error": None,
-        "estimate_per_gpu_gib": 1.5,
-    }
+    measured = report["measure"]
+    assert measured["script"] == str(trial)
+    assert measured["peaks"] == [] and measured["error"] is None
+    assert measured["estimate_per_gpu_gib"] == 1.5
+    # No GPU: the process's peak resident memory stands in for the trial's peak.
+    assert measured["cpu_peak"]["peak_rss_gib"] > 0
+    assert measured["cpu_peak"]["trial_growth_gib"] >= 0
+
+
+def test_a_cpu_rehearsal_reports_the_trials_peak_in_words(tmp_path):
+    trial = tmp_path / "trial.py"
+    # 300 MiB touched on the CPU: the reported growth must see it.
+    trial.write_text("import torch\nx = torch.ones(300 * 2**20, dtype=torch.uint8)\n")
+
+    result = run("--expect-backend", "cpu", "--measure", str(trial), "--estimate-gib", "0,5")
+
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if x.startswith("peak cpu"))
+    growth = float(line.split("added ")[1].split(" GiB")[0])
+    assert growth >= 0.25
+    assert "estimate      0.5 GiB per GPU (compare with the device figure" in result.stdout
 
 
 def test_a_failing_trial_is_reported_and_exits_non_zero(tmp_path):
@@ -242,4 +257,7 @@ def test_on_a_gpu_machine_every_device_computes_and_measure_reads_the_peak(tmp_p
     assert report["backend"] == ("rocm" if torch.version.hip else "cuda")
     assert [d["matmul"] for d in report["devices"]] == ["ok"] * torch.cuda.device_count()
     assert all(d["total_gib"] > 0 for d in report["devices"])
-    assert report["measure"]["peaks"][0]["max_memory_allocated_gib"] >= 0.25
+    peak = report["measure"]["peaks"][0]
+    assert peak["max_memory_allocated_gib"] >= 0.25
+    assert peak["allocated_gib"] <= peak["reserved_gib"] <= peak["device_gib"]
+    assert "device_over_estimate" in report["measure"]

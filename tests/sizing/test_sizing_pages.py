@@ -156,6 +156,7 @@ def test_the_environment_check_downloads_as_one_python_file(client):
         "traceback",
         "torch",
         "importlib",
+        "resource",
     }
     assert "kernodeck" not in imports
 

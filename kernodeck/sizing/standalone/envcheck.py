@@ -215,9 +215,37 @@ def visible_summary(report: dict) -> str:
     return json.dumps(visible) if visible else "none set"
 
 
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident memory so far (Unix), or None where it cannot be read."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def current_rss_bytes() -> int | None:
+    """This process's resident memory now (Linux /proc), or None elsewhere."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            resident = int(handle.read().split()[1])
+        return resident * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def measure(torch, report: dict, args) -> dict:
-    """Run the customer's trial in this process and read the allocator's peaks."""
+    """Run the customer's trial in this process and read the allocator's peaks.
+
+    Per GPU, the same three figures the estimator gives: allocated (max_memory_allocated),
+    reserved (max_memory_reserved) and device (reserved plus the memory used outside the
+    allocator, the context measured before the trial; or what the card shows used at the end,
+    when that is more). Without a GPU, the process's peak resident memory stands in.
+    """
     on_gpu = bool(report["devices"])
+    rss_before = current_rss_bytes() or peak_rss_bytes()
     if on_gpu:
         for index in range(torch.cuda.device_count()):
             torch.cuda.reset_peak_memory_stats(index)
@@ -240,21 +268,37 @@ def measure(torch, report: dict, args) -> dict:
         sys.argv, sys.path[:] = saved_argv, saved_path
     peaks = []
     if on_gpu:
+        context = {d["index"]: d["outside_allocator_gib"] for d in report["devices"]}
         for index in range(torch.cuda.device_count()):
             torch.cuda.synchronize(index)
+            allocated = _gib(torch.cuda.max_memory_allocated(index))
+            reserved = _gib(torch.cuda.max_memory_reserved(index))
+            free, total = torch.cuda.mem_get_info(index)
+            device = max(round(reserved + context.get(index, 0.0), 3), _gib(total - free))
             peaks.append(
                 {
                     "index": index,
-                    "max_memory_allocated_gib": _gib(torch.cuda.max_memory_allocated(index)),
-                    "max_memory_reserved_gib": _gib(torch.cuda.max_memory_reserved(index)),
+                    "allocated_gib": allocated,
+                    "reserved_gib": reserved,
+                    "device_gib": device,
+                    "max_memory_allocated_gib": allocated,
+                    "max_memory_reserved_gib": reserved,
                 }
             )
     result = {"script": args.measure, "peaks": peaks, "error": error}
+    rss_after = peak_rss_bytes()
+    if not on_gpu and rss_after is not None:
+        result["cpu_peak"] = {
+            "peak_rss_gib": _gib(rss_after),
+            "trial_growth_gib": _gib(max(0, rss_after - (rss_before or 0))),
+        }
     if args.estimate_gib is not None:
         result["estimate_per_gpu_gib"] = args.estimate_gib
         if peaks:
             worst = max(peak["max_memory_reserved_gib"] for peak in peaks)
             result["reserved_over_estimate"] = round(worst / args.estimate_gib, 3)
+            device = max(peak["device_gib"] for peak in peaks)
+            result["device_over_estimate"] = round(device / args.estimate_gib, 3)
     return result
 
 
@@ -434,12 +478,24 @@ def main(argv=None) -> int:
 def print_measure(result: dict, out) -> None:
     for peak in result["peaks"]:
         print(
-            f"peak gpu {peak['index']}    allocated {peak['max_memory_allocated_gib']} GiB · "
-            f"reserved {peak['max_memory_reserved_gib']} GiB",
+            f"peak gpu {peak['index']}    allocated {peak['allocated_gib']} GiB · "
+            f"reserved {peak['reserved_gib']} GiB · device {peak['device_gib']} GiB",
+            file=out,
+        )
+    if "cpu_peak" in result:
+        cpu = result["cpu_peak"]
+        print(
+            f"peak cpu      {cpu['peak_rss_gib']} GiB resident (the trial added "
+            f"{cpu['trial_growth_gib']} GiB); no GPU in this rehearsal",
             file=out,
         )
     if "estimate_per_gpu_gib" in result:
-        print(f"estimate      {result['estimate_per_gpu_gib']} GiB per GPU", file=out)
+        print(
+            f"estimate      {result['estimate_per_gpu_gib']} GiB per GPU (compare with the "
+            "device figure; allocated and reserved match the estimate's figures of the same "
+            "names)",
+            file=out,
+        )
 
 
 if __name__ == "__main__":
