@@ -91,6 +91,9 @@ class SizingForm(forms.Form):
     parameters = _count(_("Parameters (optional)"), 10**13, required=False)
     experts = _count(_("Experts (optional, mixture of experts)"), 1024, required=False)
 
+    # Shown only when the workload is training (CSS :has() on the mode select; no script).
+    TRAINING = ("optimizer", "finetune", "gradient_checkpointing")
+
     ARCHITECTURE = (
         "layers",
         "hidden_size",

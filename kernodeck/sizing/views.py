@@ -44,6 +44,7 @@ def sizing(request):
             context.update(
                 report=report,
                 chart=build_chart(report),
+                chart_narrow=build_chart(report, narrow=True),
                 assumptions=assumptions_in_words(report.estimate),
                 unstated=unstated_in_words(report),
                 margin_percent=report.margin_percent,
