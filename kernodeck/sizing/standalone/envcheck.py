@@ -59,19 +59,118 @@ SEED_NOTE = (
 class CheckFailed(Exception):
     """A check that did not pass; the message is the one line the user reads."""
 
+    def __init__(self, message: str, *, status: int = 1):
+        super().__init__(message)
+        self.status = status
+
 
 def _gib(value: float) -> float:
     return round(value / GIB, 3)
 
 
-def load_torch():
+def installed_torch() -> tuple[str | None, str | None]:
+    """The version and package folder of the PyTorch distribution installed for this
+    interpreter (its metadata), without importing it."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("torch")
+    except metadata.PackageNotFoundError:
+        return None, None
+    return dist.version, os.path.dirname(str(dist.locate_file("torch/__init__.py")))
+
+
+def torch_found_at() -> tuple[str | None, bool]:
+    """Where `import torch` would load from, and whether that is a real package (a folder
+    with __init__.py or a module file) rather than a bare folder named torch."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None, False
+    if spec is None:
+        return None, False
+    if spec.origin and spec.origin not in ("namespace", "built-in"):
+        origin = spec.origin
+        folder = os.path.dirname(origin) if origin.endswith("__init__.py") else origin
+        return folder, True
+    locations = list(spec.submodule_search_locations or [])
+    return (locations[0] if locations else None), False
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    return bool(a and b) and os.path.realpath(a) == os.path.realpath(b)
+
+
+def load_torch(report: dict | None = None):
+    """Import PyTorch, or fail with one line that says what is wrong and what to do.
+
+    Fills `report` with what was found (interpreter, version, where it loads from) first, so
+    a failure still shows it.
+    """
+    report = {} if report is None else report
+    version, installed_at = installed_torch()
+    found_at, real_package = torch_found_at()
+    report.setdefault("interpreter", sys.executable)
+    report.setdefault("python", platform.python_version())
+    report.setdefault("torch", version)
+    report.setdefault("backend", None)
+    report["torch_location"] = found_at
+    shadow = (
+        found_at is not None and installed_at is not None and not _same(found_at, installed_at)
+    )
+    if found_at is None:
+        raise CheckFailed(
+            f"PyTorch is not installed for this interpreter ({sys.executable}). "
+            "Run this check with the Python your program uses.",
+            status=2,
+        )
+    if not real_package:
+        raise CheckFailed(
+            f"`import torch` finds the folder {found_at}, which is not PyTorch"
+            + (
+                f" (the installed PyTorch {version} is at {installed_at})"
+                if version
+                else " (PyTorch is not installed for this interpreter)"
+            )
+            + ". Rename that folder or run from another directory.",
+            status=1 if version else 2,
+        )
     try:
         import torch
-    except ImportError as error:
+    except Exception as error:  # OSError (a missing libcudnn.so.9), ImportError, any breakage
+        detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+        if shadow:
+            raise CheckFailed(
+                f"`import torch` loads {found_at}, not the PyTorch {version} installed at "
+                f"{installed_at}, and it cannot load ({detail}). Rename or move that folder, "
+                "or run from another directory."
+            ) from None
+        if isinstance(error, ModuleNotFoundError) and error.name == "torch":
+            raise CheckFailed(
+                f"PyTorch is not installed for this interpreter ({sys.executable}): {error}. "
+                "Run this check with the Python your program uses.",
+                status=2,
+            ) from None
+        library = isinstance(error, OSError) or ".so" in detail or ".dll" in detail
+        advice = (
+            "A library it needs cannot be loaded: install the PyTorch build whose CUDA or ROCm "
+            "matches this machine into this environment (or fix LD_LIBRARY_PATH)."
+            if library
+            else "The installation is broken: reinstall PyTorch into this environment "
+            "(pip install --force-reinstall torch, with the index URL of your CUDA or ROCm)."
+        )
         raise CheckFailed(
-            f"PyTorch is not installed for this interpreter ({sys.executable}): {error}. "
-            "Run this check with the Python your program uses."
+            f"This PyTorch ({version or 'version unknown'}, at {found_at}) is installed but "
+            f"cannot load: {detail}. {advice}"
         ) from None
+    if shadow or not hasattr(torch, "__version__") or not hasattr(torch, "version"):
+        where = f" (PyTorch {version} is installed at {installed_at})" if installed_at else ""
+        raise CheckFailed(
+            f"`import torch` loads {found_at}, which is not the PyTorch installed for this "
+            f"interpreter{where}. Rename or move it, or run from another directory."
+        )
     return torch
 
 
@@ -193,7 +292,7 @@ def check_devices(torch, *, backend: str) -> list[dict]:
 
 def run_checks(args, report: dict) -> dict:
     """Fill `report` as the checks go, so a failure still shows what was found."""
-    torch = load_torch()
+    torch = load_torch(report)
     report.update(describe_environment(torch))
     require_gpu(torch, report, expect_backend=args.expect_backend)
     if report["backend"] == "cpu" or not torch.cuda.is_available():
@@ -379,6 +478,19 @@ def manifest(torch, report: dict, args) -> dict:
     }
 
 
+def print_found(report: dict, out) -> None:
+    """On a failure: what was found before it, so the reader sees which Python and PyTorch."""
+    version = report.get("hip_version") or report.get("cuda_version") or ""
+    print(f"interpreter   {report.get('interpreter') or sys.executable}", file=out)
+    print(f"python        {report.get('python') or platform.python_version()}", file=out)
+    print(f"torch         {report.get('torch') or 'not found'}", file=out)
+    if report.get("torch_location"):
+        print(f"torch at      {report['torch_location']}", file=out)
+    print(
+        f"backend       {(report.get('backend') or 'unknown') + ' ' + version}".rstrip(), file=out
+    )
+
+
 def print_human(report: dict, out) -> None:
     print(f"interpreter   {report['interpreter']}", file=out)
     print(f"python        {report['python']}", file=out)
@@ -448,9 +560,11 @@ def main(argv=None) -> int:
     except CheckFailed as failure:
         if args.json:
             print(json.dumps({"ok": False, "reason": str(failure), **report}), file=out)
+        else:
+            print_found(report, out)
         print(f"FAIL: {failure}", file=sys.stderr)
-        return 1 if "not installed" not in str(failure) else 2
-    torch = load_torch()
+        return failure.status
+    torch = load_torch(report)
     if args.manifest:
         record = manifest(torch, report, args)
         with open(args.manifest, "w", encoding="utf-8") as handle:
