@@ -52,6 +52,15 @@ class SizingIn(Schema):
     gradient_checkpointing: Annotated[bool, Field(strict=True)] = False
     gpus: _count(estimator.MAX_GPUS) = 1
     attention: Literal["eager", "sdpa", "flash"] | None = None
+    lora_rank: _count(4096) | None = None
+    lora_targets: Annotated[str, Field(max_length=200)] | None = None
+    master_weights: Annotated[bool, Field(strict=True)] | None = None
+    optimizer_states: Literal["fp32", "bf16", "8bit"] | None = None
+    head: Literal["lm", "classification"] | None = None
+    labels: _count(1_000_000) | None = None
+    prompt_length: _count(10_485_760) | None = None
+    new_tokens: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] | None = None
+    quantization: Literal["nf4", "gptq", "awq", "int8"] | None = None
 
 
 class UnstatedOut(Schema):

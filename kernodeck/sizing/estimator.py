@@ -49,6 +49,23 @@ Formulas and where they come from
   issue 25). The verdicts use `device`. Run `kernodeck-envcheck` to measure the context on
   a real machine; its `--measure` reports the same three figures for a trial.
 
+Optional inputs (None keeps the behaviour above; each is named when left unsaid and it
+matters, see `unstated_inputs`):
+- `attention`: eager attention keeps each layer's attention scores and softmax
+  (Korthikanti et al.'s 5*a*s/h term, without dropout); SDPA and flash do not.
+- `lora_rank` and `lora_targets` (attention: q, k, v, o; all_linear; or module names): the
+  adapters are r x (in + out) per targeted matrix (Hu et al. 2021).
+- `master_weights`: False for stacks that train in pure bf16 without an fp32 master copy
+  (torchtune's default full fine-tune recipes); `optimizer_states` fp32 | bf16 | 8bit: the
+  bytes of each AdamW moment (4, 2 or 1; 8-bit after Dettmers et al. 2021).
+- `head`: classification (with `labels`) replaces the vocabulary head and its logits by a
+  labels-wide head on the last position (sequence classification).
+- `prompt_length` and `new_tokens` (inference): the prefill peak is over the prompt; the KV
+  cache holds prompt plus generated tokens.
+- `quantization`: nf4 (bitsandbytes: one fp32 absmax per 64 weights), gptq and awq (4 bits
+  with an fp16 scale and a 4-bit zero point per group of 128 weights, the default group size
+  of Frantar et al. 2022 and Lin et al. 2023), int8 (LLM.int8, one byte per weight).
+
 Sharding over n GPUs (tensor parallelism, FSDP or ZeRO-3) divides the weights, gradients,
 optimizer states and KV cache by n; each GPU still holds the activations of the batch it
 processes and its own context. Without sharding, GPUs do not pool memory.
@@ -64,6 +81,17 @@ PRECISION_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.
 QUANTIZED = {"fp8", "int8", "int4"}
 # bitsandbytes NF4/FP4 keep one fp32 absmax per block of 64 weights.
 INT4_SCALE_BYTES = 4 / 64
+# GPTQ and AWQ: an fp16 scale and a packed 4-bit zero point per group of 128 weights.
+GROUP128_SCALE_BYTES = (2 + 0.5) / 128
+QUANTIZATIONS = {"nf4": "int4", "gptq": "int4", "awq": "int4", "int8": "int8"}
+OPTIMIZER_STATE_PRECISIONS = {"fp32": 4.0, "bf16": 2.0, "8bit": 1.0}
+MOMENTS = {"adamw": 2, "adamw8bit": 2, "sgd": 1}
+LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+LORA_TARGETS = {
+    "attention": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    "all_linear": LORA_MODULES,
+}
+HEADS = ("lm", "classification")
 MODES = ("inference", "training")
 OPTIMIZERS = ("adamw", "adamw8bit", "sgd")
 FINETUNES = ("full", "lora", "qlora")
@@ -148,13 +176,20 @@ class Architecture:
     def total_parameters(self) -> int:
         return self.parameters or self.counted_parameters()
 
-    def lora_parameters(self, rank: int = LORA_RANK) -> int:
-        """Rank-r adapters (A: in x r, B: r x out) on every linear layer of every block."""
+    def lora_parameters(self, rank: int = LORA_RANK, targets=LORA_MODULES) -> int:
+        """Rank-r adapters (A: in x r, B: r x out) on the targeted linear layers of every
+        block (all of them by default)."""
         h, d, i = self.hidden_size, self.head_dim, self.intermediate_size
-        q_o = 2 * rank * (h + self.attention_heads * d)
-        k_v = 2 * rank * (h + self.kv_heads * d)
-        mlp = (3 if self.gated_mlp else 2) * rank * (h + i) * self.experts
-        return self.layers * (q_o + k_v + mlp)
+        sizes = {
+            "q_proj": h + self.attention_heads * d,
+            "o_proj": h + self.attention_heads * d,
+            "k_proj": h + self.kv_heads * d,
+            "v_proj": h + self.kv_heads * d,
+            "gate_proj": (h + i) * self.experts if self.gated_mlp else 0,
+            "up_proj": (h + i) * self.experts,
+            "down_proj": (h + i) * self.experts,
+        }
+        return self.layers * rank * sum(sizes[name] for name in set(targets))
 
 
 @dataclass(frozen=True)
@@ -171,16 +206,63 @@ class Workload:
     # Optional inputs: None means "not said", and the estimate assumes the value in
     # `ASSUMED`; `unstated_inputs` tells whether the other value would change the picture.
     attention: str | None = None
+    lora_rank: int | None = None
+    lora_targets: str | None = None  # attention | all_linear | comma-separated module names
+    master_weights: bool | None = None
+    optimizer_states: str | None = None
+    head: str | None = None
+    labels: int | None = None
+    prompt_length: int | None = None
+    new_tokens: int | None = None
+    quantization: str | None = None
 
     def resolved(self, name: str):
         value = getattr(self, name)
         return ASSUMED[name] if value is None else value
 
+    def lora_modules(self) -> tuple[str, ...]:
+        targets = self.resolved("lora_targets")
+        if targets in LORA_TARGETS:
+            return LORA_TARGETS[targets]
+        return tuple(name.strip() for name in targets.split(",") if name.strip())
+
+    def prefill_tokens(self) -> int:
+        """Tokens processed at once: the prompt when given, else the whole sequence."""
+        if self.mode == "inference" and self.prompt_length is not None:
+            return self.prompt_length
+        return self.sequence_length
+
+    def cached_tokens(self) -> int:
+        """Tokens the KV cache holds at the end: prompt plus generated, when given."""
+        if self.mode == "inference" and self.prompt_length is not None:
+            return self.prompt_length + (self.new_tokens or 0)
+        return self.sequence_length
+
 
 # What the estimate assumes for an optional input left unsaid, and the value that would
-# change the picture most (checked by `unstated_inputs`).
-ASSUMED = {"attention": "sdpa"}
-ALTERNATIVES = {"attention": "eager"}
+# change the picture most (checked by `unstated_inputs`, for the modes where it applies).
+ASSUMED = {
+    "attention": "sdpa",
+    "lora_rank": LORA_RANK,
+    "lora_targets": "all_linear",
+    "master_weights": True,
+    "optimizer_states": "fp32",
+    "head": "lm",
+    "quantization": None,
+}
+ALTERNATIVES = {
+    "attention": "eager",
+    "lora_rank": 64,
+    "master_weights": False,
+    "optimizer_states": "bf16",
+}
+APPLIES = {
+    "lora_rank": lambda w: w.mode == "training" and w.finetune != "full",
+    "master_weights": lambda w: (
+        w.mode == "training" and w.finetune == "full" and w.precision != "fp32"
+    ),
+    "optimizer_states": lambda w: w.mode == "training" and w.optimizer != "adamw8bit",
+}
 
 
 @dataclass(frozen=True)
@@ -250,14 +332,38 @@ class Estimate:
         return {part: self.per_gpu[part] / GIB for part in PARTS}
 
 
-def weight_bytes(arch: Architecture, precision: str) -> float:
+def weight_bytes(
+    arch: Architecture,
+    precision: str,
+    *,
+    params: int | None = None,
+    quantization: str | None = None,
+) -> float:
     """Weights in memory; quantized formats keep embeddings and the head in 16 bits."""
-    params = arch.total_parameters()
+    params = arch.total_parameters() if params is None else params
     if precision not in QUANTIZED:
         return params * PRECISION_BYTES[precision]
     embeddings = min(arch.embedding_parameters(), params)
-    per_param = PRECISION_BYTES[precision] + (INT4_SCALE_BYTES if precision == "int4" else 0)
+    scales = 0.0
+    if precision == "int4":
+        scales = GROUP128_SCALE_BYTES if quantization in ("gptq", "awq") else INT4_SCALE_BYTES
+    per_param = PRECISION_BYTES[precision] + scales
     return (params - embeddings) * per_param + embeddings * 2.0
+
+
+def head_parameters_change(arch: Architecture, w: Workload) -> int:
+    """A classification head replaces the untied vocabulary head by hidden x labels."""
+    if w.resolved("head") != "classification":
+        return 0
+    vocabulary_head = 0 if arch.tied_embeddings else arch.vocab_size * arch.hidden_size
+    return arch.hidden_size * (w.labels or 2) - vocabulary_head
+
+
+def logit_width(arch: Architecture, w: Workload) -> tuple[int, bool]:
+    """(logits per position, whether every position has them) for the loss."""
+    if w.resolved("head") == "classification":
+        return (w.labels or 2), False
+    return arch.vocab_size, True
 
 
 def compute_bytes(precision: str) -> float:
@@ -295,7 +401,8 @@ def eager_score_bytes(arch: Architecture, w: Workload, *, training: bool) -> flo
     softmax in fp32 and casts it back: scores, the fp32 softmax and the cast copy at once.
     """
     unit = compute_bytes(w.precision)
-    pairs = w.batch_size * arch.attention_heads * w.sequence_length * w.sequence_length
+    length = w.prefill_tokens()
+    pairs = w.batch_size * arch.attention_heads * length * length
     return pairs * (2 * unit if training else 2 * unit + 4.0)
 
 
@@ -310,15 +417,17 @@ def training_activation_bytes(arch: Architecture, w: Workload) -> float:
         blocks = tokens * (arch.layers * unit * arch.hidden_size + layer) + scores
     else:
         blocks = tokens * arch.layers * layer + arch.layers * scores
-    logits = tokens * arch.vocab_size * (unit + 8.0)
+    width, every_position = logit_width(arch, w)
+    positions = tokens if every_position else w.batch_size
+    logits = positions * width * (unit + 8.0)
     return blocks + logits
 
 
 def inference_activation_bytes(arch: Architecture, w: Workload) -> float:
     """The largest transient set during prefill: one block's tensors for the whole prompt."""
-    tokens = w.batch_size * w.sequence_length
+    tokens = w.batch_size * w.prefill_tokens()
     layer = layer_activation_bytes_per_token(arch, w.precision)
-    logits = w.batch_size * arch.vocab_size * 4.0
+    logits = w.batch_size * logit_width(arch, w)[0] * 4.0
     scores = eager_score_bytes(arch, w, training=False)
     return tokens * layer + logits + (scores if w.resolved("attention") == "eager" else 0.0)
 
@@ -362,6 +471,37 @@ def validate(w: Workload) -> None:
         raise EstimateError(f"must be between 1 and {MAX_GPUS}.", field="gpus")
     if w.attention is not None and w.attention not in ATTENTIONS:
         raise EstimateError("must be eager, sdpa or flash.", field="attention")
+    if w.lora_rank is not None and not 1 <= w.lora_rank <= 4096:
+        raise EstimateError("must be between 1 and 4096.", field="lora_rank")
+    if w.lora_targets is not None:
+        modules = w.lora_modules()
+        if not modules or any(name not in LORA_MODULES for name in modules):
+            raise EstimateError(
+                "must be attention, all_linear or module names among q_proj, k_proj, v_proj, "
+                "o_proj, gate_proj, up_proj, down_proj.",
+                field="lora_targets",
+            )
+    if w.optimizer_states is not None and w.optimizer_states not in OPTIMIZER_STATE_PRECISIONS:
+        raise EstimateError("must be fp32, bf16 or 8bit.", field="optimizer_states")
+    if w.head is not None and w.head not in HEADS:
+        raise EstimateError("must be lm or classification.", field="head")
+    if w.labels is not None and not 1 <= w.labels <= 1_000_000:
+        raise EstimateError("must be between 1 and 1000000.", field="labels")
+    if w.prompt_length is not None and w.prompt_length < 1:
+        raise EstimateError("must be at least 1.", field="prompt_length")
+    if w.new_tokens is not None and w.new_tokens < 0:
+        raise EstimateError("must be 0 or more.", field="new_tokens")
+    if w.new_tokens is not None and w.prompt_length is None:
+        raise EstimateError("give prompt_length with new_tokens.", field="prompt_length")
+    if w.quantization is not None:
+        if w.quantization not in QUANTIZATIONS:
+            raise EstimateError("must be nf4, gptq, awq or int8.", field="quantization")
+        if QUANTIZATIONS[w.quantization] != w.precision:
+            raise EstimateError(
+                "nf4, gptq and awq store int4 weights and int8 stores int8: choose the "
+                "matching precision.",
+                field="quantization",
+            )
     if w.mode == "training":
         if w.optimizer not in OPTIMIZERS:
             raise EstimateError("must be adamw, adamw8bit or sgd.", field="optimizer")
@@ -380,14 +520,24 @@ def validate(w: Workload) -> None:
             )
 
 
+def optimizer_state_bytes(w: Workload) -> float:
+    """Bytes of optimizer state per trained parameter (the moments, without a master copy)."""
+    if w.optimizer_states is None:
+        return OPTIMIZER_STATE_BYTES[w.optimizer]
+    per_moment = OPTIMIZER_STATE_PRECISIONS[w.optimizer_states]
+    if w.optimizer == "adamw8bit":
+        per_moment = 1.0
+    return MOMENTS[w.optimizer] * per_moment
+
+
 def estimate(w: Workload) -> Estimate:
     """Every part in bytes, for the whole job and per GPU, after `validate`."""
     validate(w)
     arch = w.architecture
-    params = arch.total_parameters()
+    params = arch.total_parameters() + head_parameters_change(arch, w)
     unit = compute_bytes(w.precision)
     total = dict.fromkeys(PARTS, 0.0)
-    total["weights"] = weight_bytes(arch, w.precision)
+    total["weights"] = weight_bytes(arch, w.precision, params=params, quantization=w.quantization)
     trainable = 0
     notes: list[tuple[str, dict]] = [
         (
@@ -401,7 +551,7 @@ def estimate(w: Workload) -> Estimate:
     ]
     if w.mode == "inference":
         total["kv_cache"] = kv_cache_bytes(
-            arch, batch_size=w.batch_size, tokens=w.sequence_length, precision=w.precision
+            arch, batch_size=w.batch_size, tokens=w.cached_tokens(), precision=w.precision
         )
         total["activations"] = inference_activation_bytes(arch, w)
         notes.append(
@@ -409,7 +559,7 @@ def estimate(w: Workload) -> Estimate:
                 "kv_cache",
                 {
                     "batch": w.batch_size,
-                    "tokens": w.sequence_length,
+                    "tokens": w.cached_tokens(),
                     "bits": int(8 * unit),
                     "kv_heads": arch.kv_heads,
                 },
@@ -420,19 +570,25 @@ def estimate(w: Workload) -> Estimate:
             trainable = params
             mixed = w.precision != "fp32"
             total["gradients"] = trainable * PRECISION_BYTES[w.precision]
-            master = FP32_MASTER_BYTES if mixed else 0.0
-            total["optimizer"] = trainable * (OPTIMIZER_STATE_BYTES[w.optimizer] + master)
-            notes.append(("full", {"mixed": mixed, "optimizer": w.optimizer}))
+            master = FP32_MASTER_BYTES if mixed and w.resolved("master_weights") else 0.0
+            total["optimizer"] = trainable * (optimizer_state_bytes(w) + master)
+            notes.append(("full", {"mixed": mixed and bool(master), "optimizer": w.optimizer}))
         else:
-            trainable = arch.lora_parameters()
+            rank = w.resolved("lora_rank")
+            trainable = arch.lora_parameters(rank, w.lora_modules())
             # Adapters train in fp32: their weights, gradients and optimizer states.
             total["weights"] += trainable * 4.0
             total["gradients"] = trainable * 4.0
-            total["optimizer"] = trainable * OPTIMIZER_STATE_BYTES[w.optimizer]
+            total["optimizer"] = trainable * optimizer_state_bytes(w)
             notes.append(
                 (
                     "adapters",
-                    {"method": w.finetune, "rank": LORA_RANK, "trainable": trainable},
+                    {
+                        "method": w.finetune,
+                        "rank": rank,
+                        "trainable": trainable,
+                        "targets": w.resolved("lora_targets"),
+                    },
                 )
             )
         total["activations"] = training_activation_bytes(arch, w)
@@ -479,11 +635,11 @@ def unstated_inputs(w: Workload) -> tuple[Unstated, ...]:
     base = estimate(w).per_gpu_bytes
     found = []
     for name, alternative in ALTERNATIVES.items():
-        if getattr(w, name) is not None:
+        if getattr(w, name) is not None or not APPLIES.get(name, lambda _w: True)(w):
             continue
         other = estimate(replace(w, **{name: alternative})).per_gpu_bytes
         if abs(other - base) > MATTERS * base:
-            found.append(Unstated(name, ASSUMED[name], alternative, other, other > base))
+            found.append(Unstated(name, str(ASSUMED[name]), str(alternative), other, other > base))
     return tuple(found)
 
 

@@ -247,10 +247,18 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
             if values["mixed"]:
                 text += " " + _("Mixed precision adds an fp32 master copy of the weights.")
         elif key == "adapters":
-            text = _(
-                "%(method)s: the base weights are frozen; rank-%(rank)s adapters on every linear "
-                "layer train %(trainable)s parameters."
-            ) % {
+            if values.get("targets", "all_linear") == "all_linear":
+                template = _(
+                    "%(method)s: the base weights are frozen; rank-%(rank)s adapters on every "
+                    "linear layer train %(trainable)s parameters."
+                )
+            else:
+                template = _(
+                    "%(method)s: the base weights are frozen; rank-%(rank)s adapters on "
+                    "%(targets)s train %(trainable)s parameters."
+                )
+            text = template % {
+                "targets": values.get("targets"),
                 "method": values["method"]
                 .upper()
                 .replace("QLORA", "QLoRA")
