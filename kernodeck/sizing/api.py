@@ -1,5 +1,6 @@
 """POST /api/v1/sizing: the memory estimate and the catalog offers that fit. Public."""
 
+from decimal import Decimal
 from typing import Annotated, Literal
 
 from django.template.loader import render_to_string
@@ -13,6 +14,7 @@ from kernodeck.sizing.selectors import (
     measure_command,
     recommendation_note,
     sizing_report,
+    suggestion_in_words,
     unstated_in_words,
 )
 
@@ -61,6 +63,7 @@ class SizingIn(Schema):
     prompt_length: _count(10_485_760) | None = None
     new_tokens: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] | None = None
     quantization: Literal["nf4", "gptq", "awq", "int8"] | None = None
+    days: Literal[3, 7, 30] = 7
 
 
 class UnstatedOut(Schema):
@@ -85,6 +88,23 @@ class RecommendationOut(Schema):
     verdict: Literal["fits", "measure", "does_not_fit"]
     device_gib: float
     context_gib: float
+    units_to_rent: int | None
+    units_available: int
+    days: int
+    unit_price_usd: Decimal | None
+    total_usd: Decimal | None
+    configure_url: str
+    note: str
+
+
+class SuggestionOut(Schema):
+    change: str
+    per_gpu_gib: float
+    gpus: int
+    offer: str | None
+    units: int | None
+    total_usd: Decimal | None
+    configure_url: str | None
     note: str
 
 
@@ -110,6 +130,7 @@ class SizingOut(Schema):
     measure_command: str
     assumptions: list[str]
     recommendations: list[RecommendationOut]
+    suggestions: list[SuggestionOut]
     svg: str
 
 
@@ -154,9 +175,28 @@ def report_out(report) -> dict:
                 "verdict": r.verdict,
                 "device_gib": r.device_gib,
                 "context_gib": r.context_gib,
+                "units_to_rent": r.units_to_rent,
+                "units_available": r.units_available,
+                "days": r.days,
+                "unit_price_usd": r.unit_price_usd,
+                "total_usd": r.total_usd,
+                "configure_url": r.configure_url,
                 "note": str(recommendation_note(r)),
             }
             for r in report.recommendations
+        ],
+        "suggestions": [
+            {
+                "change": g.change,
+                "per_gpu_gib": g.per_gpu_gib,
+                "gpus": g.gpus,
+                "offer": g.offer.slug if g.offer else None,
+                "units": g.offer.units_to_rent if g.offer else None,
+                "total_usd": g.offer.total_usd if g.offer else None,
+                "configure_url": g.offer.configure_url if g.offer else None,
+                "note": str(suggestion_in_words(g)),
+            }
+            for g in report.suggestions
         ],
         "svg": render_to_string("sizing/_chart.svg", {"chart": build_chart(report)}).strip(),
     }
@@ -167,5 +207,7 @@ def sizing(request, payload: SizingIn):
     """Estimate a workload's GPU memory and compare it with every active offer (R21)."""
     data = payload.dict()
     architecture = data.pop("architecture")
+    days = data.pop("days")
     label, arch = architecture_from_input(preset=data.pop("preset"), architecture=architecture)
-    return report_out(sizing_report(label=label, workload=estimator.Workload(arch, **data)))
+    workload = estimator.Workload(arch, **data)
+    return report_out(sizing_report(label=label, workload=workload, days=days))

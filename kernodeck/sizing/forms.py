@@ -139,6 +139,14 @@ class SizingForm(forms.Form):
         ],
         required=False,
     )
+    days = forms.TypedChoiceField(
+        label=_("Rental term"),
+        choices=[(3, _("3 days")), (7, _("7 days")), (30, _("30 days"))],
+        coerce=int,
+        initial=7,
+        required=False,
+        empty_value=7,
+    )
     layers = _count(_("Layers"), 1024, required=False)
     hidden_size = _count(_("Hidden size"), 131_072, required=False)
     intermediate_size = _count(_("Intermediate (MLP) size"), 1_048_576, required=False)

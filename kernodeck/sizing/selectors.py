@@ -1,13 +1,14 @@
 """Reads for the sizing page and API: a workload from the customer's input, its estimate, and
-how it compares with the active catalog offers (read through the catalog's selectors).
-
-Only offer identity, memory per card and GPUs per unit are used: availability is the
-catalog's business and changes minute to minute; the fit of a job does not.
+how it compares with the active catalog offers (read through the catalog's selectors: the
+offer listings give memory, GPUs per unit, prices and the units free right now).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from decimal import Decimal
 from math import ceil
+from urllib.parse import urlencode
 
+from django.urls import reverse
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 
@@ -50,6 +51,31 @@ class Recommendation:
     # The device figure on this card (reserved + this card's context) and that context.
     device_gib: float = 0.0
     context_gib: float = 0.5
+    # The price of the choice: units to rent (1 when one GPU holds the job, else what the
+    # sharded job needs), units free now, the term and its total.
+    units_to_rent: int | None = None
+    units_available: int = 0
+    days: int | None = None
+    unit_price_usd: Decimal | None = None
+    total_usd: Decimal | None = None
+    configure_url: str = ""
+
+    @property
+    def usable(self) -> bool:
+        """Holds the job (one unit, or sharded within one order's limit)."""
+        return self.units_to_rent is not None and (
+            self.verdict == estimator.FITS or (self.within_order_limit and not self.fits_one_gpu)
+        )
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A change that makes the job fit, its estimate and the cheapest offer it fits."""
+
+    change: str
+    per_gpu_gib: float
+    gpus: int
+    offer: Recommendation | None
 
 
 @dataclass(frozen=True)
@@ -61,6 +87,8 @@ class SizingReport:
     recommendations: list[Recommendation]
     margin: float = estimator.MARGIN
     unstated: tuple[estimator.Unstated, ...] = ()
+    days: int = 7
+    suggestions: tuple[Suggestion, ...] = ()
 
     @property
     def margin_percent(self) -> int:
@@ -131,60 +159,169 @@ def _checked(workload: estimator.Workload) -> estimator.Estimate:
         raise InvalidInput(_(error.message), field=error.field) from None
 
 
-def sizing_report(*, label: str, workload: estimator.Workload) -> SizingReport:
-    """The estimate for the workload and, for every active offer, whether and how it fits."""
+TERMS = (3, 7, 30)
+
+
+def _recommend(workload, estimate, single, listing, *, margin, unstated, days) -> Recommendation:
+    offer = listing.offer
+    memory = offer.memory_gib
+    context = estimator.context_bytes_for(offer.gpu_model)
+    # Device figures on this card: the estimate's default context replaced by the card's.
+    extra = context - estimator.CONTEXT_BYTES
+    device = estimate.device_bytes(context)
+    needed = estimator.gpus_needed(
+        workload, memory_gib=memory, margin=margin, context_bytes=context
+    )
+    units = ceil(needed / offer.gpus_per_unit) if needed else None
+    verdict = estimator.verdict(device, memory_gib=memory, margin=margin)
+    verdict_if = []
+    for u in unstated:
+        other = estimator.verdict(u.per_gpu_bytes + extra, memory_gib=memory, margin=margin)
+        if other != verdict:
+            verdict_if.append((u.name, u.alternative, other))
+    fits_one = estimator.fits(single.device_bytes(context), memory_gib=memory, margin=margin)
+    within = units is not None and units <= MAX_UNITS
+    if verdict == estimator.FITS:
+        to_rent = ceil(workload.gpus / offer.gpus_per_unit)
+    elif needed and within and not fits_one:
+        to_rent = units
+    else:
+        to_rent = None
+    unit_price = listing.prices.get(days)
+    total = unit_price * to_rent if unit_price is not None and to_rent else None
+    query = {"days": days, "units": min(to_rent or 1, MAX_UNITS)}
+    return Recommendation(
+        slug=offer.slug,
+        gpu=offer.gpu_model,
+        backend=offer.get_backend_display(),
+        memory_gib=memory,
+        gpus_per_unit=offer.gpus_per_unit,
+        fits_one_gpu=fits_one,
+        fits_as_requested=verdict == estimator.FITS,
+        gpus_needed_if_sharded=needed,
+        units_needed_if_sharded=units,
+        within_order_limit=within,
+        verdict=verdict,
+        margin=margin,
+        estimate_gib=round(device / estimator.GIB, 2),
+        verdict_if=tuple(verdict_if),
+        device_gib=round(device / estimator.GIB, 2),
+        context_gib=round(context / estimator.GIB, 2),
+        units_to_rent=to_rent,
+        units_available=listing.units_available,
+        days=days,
+        unit_price_usd=unit_price,
+        total_usd=total,
+        configure_url=reverse("catalog:configure", args=[offer.slug]) + "?" + urlencode(query),
+    )
+
+
+def _price_order(r: Recommendation):
+    # Fits as requested, then fits when sharded, then "measure it", then the rest.
+    if r.verdict == estimator.FITS:
+        group = 0
+    elif r.usable:
+        group = 1
+    elif r.verdict == estimator.MEASURE:
+        group = 2
+    else:
+        group = 3
+    return (
+        group,
+        r.total_usd is None,
+        r.total_usd or 0,
+        r.units_available == 0,
+        r.memory_gib,
+    )
+
+
+def _options(workload: estimator.Workload, listings, days: int):
+    """The changes that could make a job fit that does not: each with its workload."""
+    options = []
+    if workload.mode == "training":
+        if not workload.gradient_checkpointing:
+            options.append(
+                ("gradient_checkpointing", replace(workload, gradient_checkpointing=True))
+            )
+        if workload.finetune == "full":
+            options.append(("lora", replace(workload, finetune="lora")))
+            options.append(
+                ("qlora", replace(workload, finetune="qlora", precision="int4", quantization=None))
+            )
+    elif workload.precision not in ("int4",):
+        options.append(("int4", replace(workload, precision="int4", quantization=None)))
+    if workload.sequence_length >= 2:
+        options.append(
+            (
+                "shorter_context",
+                replace(
+                    workload,
+                    sequence_length=workload.sequence_length // 2,
+                    prompt_length=None,
+                    new_tokens=None,
+                ),
+            )
+        )
+    if workload.gpus == 1 and listings:
+        biggest = max(listings, key=lambda item: item.offer.memory_gib).offer
+        n = estimator.gpus_needed(workload, memory_gib=biggest.memory_gib)
+        if n and n > 1:
+            options.append((f"zero3:{n}", estimator.with_gpus(workload, n)))
+    return options
+
+
+def _suggestions(workload, listings, days) -> tuple[Suggestion, ...]:
+    found = []
+    for change, changed in _options(workload, listings, days):
+        try:
+            estimate = estimator.estimate(changed)
+        except estimator.EstimateError:
+            continue
+        margin = estimator.margin_for(changed)
+        single = (
+            estimate if changed.gpus == 1 else estimator.estimate(estimator.with_gpus(changed, 1))
+        )
+        unstated = estimator.unstated_inputs(changed)
+        best = [
+            r
+            for r in (
+                _recommend(
+                    changed, estimate, single, item, margin=margin, unstated=unstated, days=days
+                )
+                for item in listings
+            )
+            if r.verdict == estimator.FITS
+        ]
+        best.sort(key=_price_order)
+        found.append(
+            Suggestion(
+                change=change,
+                per_gpu_gib=round(estimate.per_gpu_bytes / estimator.GIB, 2),
+                gpus=changed.gpus,
+                offer=best[0] if best else None,
+            )
+        )
+    return tuple(found)
+
+
+def sizing_report(*, label: str, workload: estimator.Workload, days: int = 7) -> SizingReport:
+    """The estimate for the workload and, for every active offer, whether and how it fits,
+    what renting it costs for `days`, cheapest usable first."""
+    if days not in TERMS:
+        raise InvalidInput(_("Choose a duration of 3, 7 or 30 days."), field="days")
     estimate = _checked(workload)
     single = estimate if workload.gpus == 1 else _checked(estimator.with_gpus(workload, 1))
     unstated = estimator.unstated_inputs(workload)
     margin = estimator.margin_for(workload, unstated)
-    recommendations = []
-    for offer in catalog_selectors.offers_active():
-        memory = offer.memory_gib
-        context = estimator.context_bytes_for(offer.gpu_model)
-        # Device figures on this card: the estimate's default context replaced by the card's.
-        extra = context - estimator.CONTEXT_BYTES
-        device = estimate.device_bytes(context)
-        needed = estimator.gpus_needed(
-            workload, memory_gib=memory, margin=margin, context_bytes=context
-        )
-        units = ceil(needed / offer.gpus_per_unit) if needed else None
-        verdict = estimator.verdict(device, memory_gib=memory, margin=margin)
-        verdict_if = []
-        for u in unstated:
-            other = estimator.verdict(u.per_gpu_bytes + extra, memory_gib=memory, margin=margin)
-            if other != verdict:
-                verdict_if.append((u.name, u.alternative, other))
-        recommendations.append(
-            Recommendation(
-                slug=offer.slug,
-                gpu=offer.gpu_model,
-                backend=offer.get_backend_display(),
-                memory_gib=memory,
-                gpus_per_unit=offer.gpus_per_unit,
-                fits_one_gpu=estimator.fits(
-                    single.device_bytes(context), memory_gib=memory, margin=margin
-                ),
-                fits_as_requested=verdict == estimator.FITS,
-                gpus_needed_if_sharded=needed,
-                units_needed_if_sharded=units,
-                within_order_limit=units is not None and units <= MAX_UNITS,
-                verdict=verdict,
-                margin=margin,
-                estimate_gib=round(device / estimator.GIB, 2),
-                verdict_if=tuple(verdict_if),
-                device_gib=round(device / estimator.GIB, 2),
-                context_gib=round(context / estimator.GIB, 2),
-            )
-        )
-    order = {estimator.FITS: 0, estimator.MEASURE: 1, estimator.DOES_NOT_FIT: 2}
-    recommendations.sort(
-        key=lambda r: (
-            not r.fits_one_gpu,
-            order[r.verdict],
-            r.gpus_needed_if_sharded or 10**6,
-            r.memory_gib,
-        )
-    )
+    listings = catalog_selectors.offer_listings()
+    recommendations = [
+        _recommend(workload, estimate, single, item, margin=margin, unstated=unstated, days=days)
+        for item in listings
+    ]
+    recommendations.sort(key=_price_order)
+    suggestions = ()
+    if listings and not any(r.verdict == estimator.FITS for r in recommendations):
+        suggestions = _suggestions(workload, listings, days)
     return SizingReport(
         workload=workload,
         label=label,
@@ -193,7 +330,36 @@ def sizing_report(*, label: str, workload: estimator.Workload) -> SizingReport:
         recommendations=recommendations,
         margin=margin,
         unstated=unstated,
+        days=days,
+        suggestions=suggestions,
     )
+
+
+def suggestion_in_words(s: Suggestion) -> str:
+    """One sentence per suggestion: the change, its estimate and the cheapest fit."""
+    change = s.change
+    if change.startswith("zero3:"):
+        what = _("Shard with ZeRO-3 or FSDP over %(n)s GPUs") % {"n": s.gpus}
+    else:
+        what = {
+            "gradient_checkpointing": _("Turn on gradient checkpointing"),
+            "lora": _("Train LoRA adapters instead of every weight"),
+            "qlora": _("Use QLoRA (4-bit base weights)"),
+            "int4": _("Serve 4-bit quantized weights"),
+            "shorter_context": _("Halve the sequence length"),
+        }[change]
+    text = _("%(what)s: %(gib)s GiB per GPU.") % {"what": what, "gib": f"{s.per_gpu_gib:.2f}"}
+    if s.offer is None:
+        return text + " " + _("Still nothing in the catalog fits.")
+    values = {"gpu": s.offer.gpu, "units": s.offer.units_to_rent, "days": s.offer.days}
+    if s.offer.total_usd is not None:
+        values["total"] = number_format(s.offer.total_usd, 2, force_grouping=True)
+        return (
+            text
+            + " "
+            + _("Fits %(units)s unit(s) of %(gpu)s: %(total)s USD for %(days)s days.") % values
+        )
+    return text + " " + _("Fits %(units)s unit(s) of %(gpu)s.") % values
 
 
 def unstated_in_words(report: SizingReport) -> list[str]:
@@ -352,6 +518,10 @@ def recommendation_note(r: Recommendation) -> str:
         )
         if not r.within_order_limit:
             text += " " + _("That is more units than one order allows (10).")
+    if r.gpus_per_unit > 1 and r.units_to_rent:
+        text += " " + _("1 unit = %(n)s GPUs.") % {"n": r.gpus_per_unit}
+    if r.units_to_rent and r.units_available < r.units_to_rent:
+        text += " " + _("Only %(free)s unit(s) free right now.") % {"free": r.units_available}
     for name, alternative, other in r.verdict_if:
         text += " " + _("With %(name)s = %(alternative)s: %(verdict)s.") % {
             "name": name,

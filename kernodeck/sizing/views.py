@@ -16,6 +16,7 @@ from kernodeck.sizing.selectors import (
     measure_command,
     recommendation_note,
     sizing_report,
+    suggestion_in_words,
     unstated_in_words,
 )
 
@@ -35,7 +36,9 @@ def sizing(request):
                 preset=form.chosen_preset(), architecture=form.chosen_architecture()
             )
             report = sizing_report(
-                label=label, workload=estimator.Workload(arch, **form.workload_values())
+                label=label,
+                workload=estimator.Workload(arch, **form.workload_values()),
+                days=form.cleaned_data.get("days") or 7,
             )
         except InvalidInput as error:
             field = (error.field or "").rpartition(".")[2]
@@ -51,6 +54,7 @@ def sizing(request):
                 command=measure_command(report.per_gpu_gib),
                 breakdown=[(PART_LABELS[part], gib) for part, gib in report.breakdown.items()],
                 offers=[(r, recommendation_note(r)) for r in report.recommendations],
+                suggestions=[suggestion_in_words(g) for g in report.suggestions],
             )
     return render(request, "sizing/sizing.html", context)
 

@@ -96,7 +96,9 @@ def test_a_card_between_the_estimate_and_the_margin_says_measure_it(client):
     assert by_slug["tight"]["fits_one_gpu"] is False
     assert "kernodeck-envcheck --measure train.py --estimate-gib" in by_slug["tight"]["note"]
     assert by_slug["small"]["verdict"] == "does_not_fit"
-    assert [r["offer"] for r in body["recommendations"]] == ["roomy", "tight", "small"]
+    # Fits as asked first; then holding it when sharded (2 x 12 GB, with the margin); then
+    # "measure it", which a trial may or may not confirm.
+    assert [r["offer"] for r in body["recommendations"]] == ["roomy", "small", "tight"]
 
 
 @pytest.mark.django_db
