@@ -62,7 +62,7 @@ class SizingIn(Schema):
     labels: _count(1_000_000) | None = None
     prompt_length: _count(10_485_760) | None = None
     new_tokens: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] | None = None
-    quantization: Literal["nf4", "gptq", "awq", "int8"] | None = None
+    quantization: Literal["nf4", "nf4_dq", "gptq", "awq", "int8"] | None = None
     days: Literal[3, 7, 30] = 7
 
 

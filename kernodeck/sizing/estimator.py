@@ -62,7 +62,8 @@ matters, see `unstated_inputs`):
   labels-wide head on the last position (sequence classification).
 - `prompt_length` and `new_tokens` (inference): the prefill peak is over the prompt; the KV
   cache holds prompt plus generated tokens.
-- `quantization`: nf4 (bitsandbytes: one fp32 absmax per 64 weights), gptq and awq (4 bits
+- `quantization`: nf4 (bitsandbytes: one fp32 absmax per 64 weights), nf4_dq (the absmax
+  constants quantized again: 0.127 bits per weight, QLoRA section 3), gptq and awq (4 bits
   with an fp16 scale and a 4-bit zero point per group of 128 weights, the default group size
   of Frantar et al. 2022 and Lin et al. 2023), int8 (LLM.int8, one byte per weight).
 
@@ -83,7 +84,10 @@ QUANTIZED = {"fp8", "int8", "int4"}
 INT4_SCALE_BYTES = 4 / 64
 # GPTQ and AWQ: an fp16 scale and a packed 4-bit zero point per group of 128 weights.
 GROUP128_SCALE_BYTES = (2 + 0.5) / 128
-QUANTIZATIONS = {"nf4": "int4", "gptq": "int4", "awq": "int4", "int8": "int8"}
+# NF4 with double quantization (QLoRA, Dettmers et al. 2023, section 3): the absmax constants
+# are themselves quantized to 8 bits, 0.127 bits per weight instead of 0.5.
+NF4_DQ_SCALE_BYTES = 0.127 / 8
+QUANTIZATIONS = {"nf4": "int4", "nf4_dq": "int4", "gptq": "int4", "awq": "int4", "int8": "int8"}
 OPTIMIZER_STATE_PRECISIONS = {"fp32": 4.0, "bf16": 2.0, "8bit": 1.0}
 MOMENTS = {"adamw": 2, "adamw8bit": 2, "sgd": 1}
 LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -346,7 +350,11 @@ def weight_bytes(
     embeddings = min(arch.embedding_parameters(), params)
     scales = 0.0
     if precision == "int4":
-        scales = GROUP128_SCALE_BYTES if quantization in ("gptq", "awq") else INT4_SCALE_BYTES
+        scales = {
+            "gptq": GROUP128_SCALE_BYTES,
+            "awq": GROUP128_SCALE_BYTES,
+            "nf4_dq": NF4_DQ_SCALE_BYTES,
+        }.get(quantization, INT4_SCALE_BYTES)
     per_param = PRECISION_BYTES[precision] + scales
     return (params - embeddings) * per_param + embeddings * 2.0
 
@@ -495,7 +503,7 @@ def validate(w: Workload) -> None:
         raise EstimateError("give prompt_length with new_tokens.", field="prompt_length")
     if w.quantization is not None:
         if w.quantization not in QUANTIZATIONS:
-            raise EstimateError("must be nf4, gptq, awq or int8.", field="quantization")
+            raise EstimateError("must be nf4, nf4_dq, gptq, awq or int8.", field="quantization")
         if QUANTIZATIONS[w.quantization] != w.precision:
             raise EstimateError(
                 "nf4, gptq and awq store int4 weights and int8 stores int8: choose the "

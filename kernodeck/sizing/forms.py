@@ -98,6 +98,7 @@ class SizingForm(forms.Form):
         choices=[
             ("", _("Not said")),
             ("nf4", "NF4 (bitsandbytes)"),
+            ("nf4_dq", _("NF4, double quantization")),
             ("gptq", "GPTQ"),
             ("awq", "AWQ"),
             ("int8", "LLM.int8"),
