@@ -1,5 +1,6 @@
 """POST /api/v1/sizing: the memory estimate and the catalog offers that fit. Public."""
 
+from decimal import Decimal
 from typing import Annotated, Literal
 
 from django.template.loader import render_to_string
@@ -10,8 +11,11 @@ from kernodeck.sizing.charts import build_chart
 from kernodeck.sizing.selectors import (
     architecture_from_input,
     assumptions_in_words,
+    measure_command,
     recommendation_note,
     sizing_report,
+    suggestion_in_words,
+    unstated_in_words,
 )
 
 router = Router(tags=["sizing"])
@@ -49,6 +53,26 @@ class SizingIn(Schema):
     finetune: Literal["full", "lora", "qlora"] = "full"
     gradient_checkpointing: Annotated[bool, Field(strict=True)] = False
     gpus: _count(estimator.MAX_GPUS) = 1
+    attention: Literal["eager", "sdpa", "flash"] | None = None
+    lora_rank: _count(4096) | None = None
+    lora_targets: Annotated[str, Field(max_length=200)] | None = None
+    master_weights: Annotated[bool, Field(strict=True)] | None = None
+    optimizer_states: Literal["fp32", "bf16", "8bit"] | None = None
+    head: Literal["lm", "classification"] | None = None
+    labels: _count(1_000_000) | None = None
+    prompt_length: _count(10_485_760) | None = None
+    new_tokens: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] | None = None
+    quantization: Literal["nf4", "nf4_dq", "gptq", "awq", "int8"] | None = None
+    days: Literal[3, 7, 30] = 7
+
+
+class UnstatedOut(Schema):
+    input: str
+    assumed: str
+    alternative: str
+    per_gpu_gib_with_alternative: float
+    widens_margin: bool
+    note: str
 
 
 class RecommendationOut(Schema):
@@ -61,7 +85,32 @@ class RecommendationOut(Schema):
     fits_as_requested: bool
     gpus_needed_if_sharded: int | None
     units_needed_if_sharded: int | None
+    verdict: Literal["fits", "measure", "does_not_fit"]
+    device_gib: float
+    context_gib: float
+    units_to_rent: int | None
+    units_available: int
+    days: int
+    unit_price_usd: Decimal | None
+    total_usd: Decimal | None
+    configure_url: str
     note: str
+
+
+class SuggestionOut(Schema):
+    change: str
+    per_gpu_gib: float
+    gpus: int
+    offer: str | None
+    units: int | None
+    total_usd: Decimal | None
+    configure_url: str | None
+    note: str
+
+
+class FigureOut(Schema):
+    gib: float
+    parts: dict[str, float]
 
 
 class SizingOut(Schema):
@@ -70,11 +119,18 @@ class SizingOut(Schema):
     trainable_parameters: int
     gpus: int
     per_gpu_gib: float
+    allocated_gib: float
+    reserved_gib: float
+    device_gib: float
+    figures: dict[str, FigureOut]
     total_gib: float
     breakdown: dict[str, float]
     margin: float
+    unstated_inputs: list[UnstatedOut]
+    measure_command: str
     assumptions: list[str]
     recommendations: list[RecommendationOut]
+    suggestions: list[SuggestionOut]
     svg: str
 
 
@@ -85,9 +141,25 @@ def report_out(report) -> dict:
         "trainable_parameters": report.estimate.trainable_parameters,
         "gpus": report.workload.gpus,
         "per_gpu_gib": report.per_gpu_gib,
+        "allocated_gib": report.figures["allocated"]["gib"],
+        "reserved_gib": report.figures["reserved"]["gib"],
+        "device_gib": report.figures["device"]["gib"],
+        "figures": report.figures,
         "total_gib": report.total_gib,
         "breakdown": report.breakdown,
-        "margin": estimator.MARGIN,
+        "margin": report.margin,
+        "unstated_inputs": [
+            {
+                "input": u.name,
+                "assumed": u.assumed,
+                "alternative": u.alternative,
+                "per_gpu_gib_with_alternative": round(u.per_gpu_bytes / estimator.GIB, 2),
+                "widens_margin": u.raises,
+                "note": note,
+            }
+            for u, note in zip(report.unstated, unstated_in_words(report), strict=True)
+        ],
+        "measure_command": measure_command(report.per_gpu_gib),
         "assumptions": assumptions_in_words(report.estimate),
         "recommendations": [
             {
@@ -100,9 +172,31 @@ def report_out(report) -> dict:
                 "fits_as_requested": r.fits_as_requested,
                 "gpus_needed_if_sharded": r.gpus_needed_if_sharded,
                 "units_needed_if_sharded": r.units_needed_if_sharded,
+                "verdict": r.verdict,
+                "device_gib": r.device_gib,
+                "context_gib": r.context_gib,
+                "units_to_rent": r.units_to_rent,
+                "units_available": r.units_available,
+                "days": r.days,
+                "unit_price_usd": r.unit_price_usd,
+                "total_usd": r.total_usd,
+                "configure_url": r.configure_url,
                 "note": str(recommendation_note(r)),
             }
             for r in report.recommendations
+        ],
+        "suggestions": [
+            {
+                "change": g.change,
+                "per_gpu_gib": g.per_gpu_gib,
+                "gpus": g.gpus,
+                "offer": g.offer.slug if g.offer else None,
+                "units": g.offer.units_to_rent if g.offer else None,
+                "total_usd": g.offer.total_usd if g.offer else None,
+                "configure_url": g.offer.configure_url if g.offer else None,
+                "note": str(suggestion_in_words(g)),
+            }
+            for g in report.suggestions
         ],
         "svg": render_to_string("sizing/_chart.svg", {"chart": build_chart(report)}).strip(),
     }
@@ -113,5 +207,7 @@ def sizing(request, payload: SizingIn):
     """Estimate a workload's GPU memory and compare it with every active offer (R21)."""
     data = payload.dict()
     architecture = data.pop("architecture")
+    days = data.pop("days")
     label, arch = architecture_from_input(preset=data.pop("preset"), architecture=architecture)
-    return report_out(sizing_report(label=label, workload=estimator.Workload(arch, **data)))
+    workload = estimator.Workload(arch, **data)
+    return report_out(sizing_report(label=label, workload=workload, days=days))

@@ -26,8 +26,17 @@ PART_COLOURS = {
     "optimizer": "#b84a4a",
     "overhead": "#7d7d7d",
 }
-WIDTH, LABEL_W, BAR_H, GAP, TOP = 640, 170, 22, 12, 8
+# Offer bars by verdict: (CSS class, the fill the standalone SVG of the API keeps).
+OFFER_STYLES = {
+    estimator.FITS: ("offer-fits", "#cfe3d4"),
+    estimator.MEASURE: ("offer-measure", "#f3e3bf"),
+    estimator.DOES_NOT_FIT: ("offer-short", "#e8d5d5"),
+}
+WIDTH, LABEL_W, BAR_H, GAP, TOP = 640, 200, 22, 12, 8
 PLOT_W = WIDTH - LABEL_W - 70
+# The phone layout: each row's name and value on a line of their own above a full-width bar,
+# so nothing is cut or scaled below a readable size at 390 px.
+NARROW_W, NARROW_LINE = 360, 16
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,7 @@ class Segment:
     width: float
     colour: str
     title: str
+    css: str = ""
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,8 @@ class Row:
     segments: list[Segment]
     margin_x: float | None = None
     fits: bool | None = None
+    bar_y: float | None = None  # the narrow layout's bar sits below its text line
+    text_y: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -57,42 +69,90 @@ class Chart:
     rows: list[Row]
     legend: list[tuple[str, str]]
     title: str
+    narrow: bool = False
+    css: str = "chart-wide"
 
 
-def build_chart(report) -> Chart:
-    """Row 1: the per-GPU estimate by part; then one row per offer, its memory per card."""
+def build_chart(report, *, narrow: bool = False) -> Chart:
+    """Row 1: the per-GPU estimate by part; then one row per offer, its memory per card.
+
+    Wide: names on the left, bars in the middle, values on the right. Narrow (phones): name and
+    value on a line above each bar, the bar across the whole width.
+    """
     per_gpu = report.estimate.as_gib()
     need = sum(per_gpu.values())
-    with_margin = need * (1 + estimator.MARGIN)
+    with_margin = need * (1 + report.margin)
     scale_max = max([with_margin, *[r.memory_gib for r in report.recommendations]])
-    scale = PLOT_W / scale_max if scale_max else 0
-    x = float(LABEL_W)
+    width = NARROW_W if narrow else WIDTH
+    left = 0 if narrow else LABEL_W
+    plot_w = (NARROW_W - 4) if narrow else PLOT_W
+    step = (NARROW_LINE + BAR_H + GAP) if narrow else (BAR_H + GAP)
+    scale = plot_w / scale_max if scale_max else 0
+
+    def place(i):
+        y = TOP + i * step
+        if narrow:
+            return {"y": y, "text_y": y + 12, "bar_y": y + NARROW_LINE}
+        return {"y": y, "text_y": y + 15, "bar_y": y}
+
+    x = float(left)
     segments = []
     for part in estimator.PARTS:
         size = per_gpu[part]
         if size <= 0:
             continue
         segments.append(
-            Segment(x, size * scale, PART_COLOURS[part], f"{PART_LABELS[part]}: {size:.2f} GiB")
-        )
-        x += size * scale
-    rows = [Row(TOP, str(_("Your job, per GPU")), f"{need:.1f} GiB", segments)]
-    for i, r in enumerate(report.recommendations, start=1):
-        colour = "#cfe3d4" if r.fits_as_requested else "#e8d5d5"
-        rows.append(
-            Row(
-                TOP + i * (BAR_H + GAP),
-                r.gpu,
-                f"{r.memory_gib} GiB",
-                [Segment(LABEL_W, r.memory_gib * scale, colour, f"{r.gpu}: {r.memory_gib} GiB")],
-                margin_x=LABEL_W + with_margin * scale,
-                fits=r.fits_as_requested,
+            Segment(
+                x,
+                size * scale,
+                PART_COLOURS[part],
+                f"{PART_LABELS[part]}: {size:.2f} GiB",
+                css=f"part-{part}",
             )
         )
-    height = TOP + len(rows) * (BAR_H + GAP) + 4
-    legend = [(PART_COLOURS[p], str(PART_LABELS[p])) for p in estimator.PARTS if per_gpu[p] > 0]
+        x += size * scale
+    rows = [
+        Row(
+            label=str(_("Your job, per GPU")),
+            value=f"{need:.1f} GiB",
+            segments=segments,
+            **place(0),
+        )
+    ]
+    for i, r in enumerate(report.recommendations, start=1):
+        css, colour = OFFER_STYLES[r.verdict]
+        rows.append(
+            Row(
+                label=r.gpu,
+                value=f"{r.memory_gib} GiB",
+                segments=[
+                    Segment(
+                        left,
+                        r.memory_gib * scale,
+                        colour,
+                        f"{r.gpu}: {r.memory_gib} GiB",
+                        css=css,
+                    )
+                ],
+                margin_x=left + with_margin * scale,
+                fits=r.fits_as_requested,
+                **place(i),
+            )
+        )
+    height = TOP + len(rows) * step + 4
+    legend = [(f"part-{p}", str(PART_LABELS[p])) for p in estimator.PARTS if per_gpu[p] > 0]
     title = str(
-        _("Estimated %(need).1f GiB per GPU (%(margin).1f GiB with the 20%% margin)")
-        % {"need": need, "margin": with_margin}
+        _("Estimated %(need).1f GiB per GPU (%(margin).1f GiB with the %(percent)s%% margin)")
+        % {"need": need, "margin": with_margin, "percent": report.margin_percent}
     )
-    return Chart(WIDTH, height, LABEL_W, BAR_H, rows, legend, title)
+    return Chart(
+        width,
+        height,
+        left,
+        BAR_H,
+        rows,
+        legend,
+        title,
+        narrow=narrow,
+        css="chart-narrow" if narrow else "chart-wide",
+    )

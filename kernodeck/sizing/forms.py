@@ -70,6 +70,84 @@ class SizingForm(forms.Form):
             "Leave 1 unless your program splits the model (FSDP, ZeRO-3, tensor parallel)."
         ),
     )
+    attention = forms.ChoiceField(
+        label=_("Attention implementation"),
+        choices=[
+            ("", _("Not sure (assume SDPA or flash)")),
+            ("sdpa", "SDPA"),
+            ("flash", "FlashAttention"),
+            ("eager", _("Eager")),
+        ],
+        required=False,
+        help_text=_("Eager attention keeps every attention score in memory."),
+    )
+    prompt_length = _count(
+        _("Prompt length (tokens, inference)"),
+        10_485_760,
+        required=False,
+        help_text=_(
+            "Optional: the prefill peak is over the prompt; the cache also holds the "
+            "generated tokens."
+        ),
+    )
+    new_tokens = AsciiIntegerField(
+        label=_("New tokens (inference)"), min_value=0, max_value=10_485_760, required=False
+    )
+    quantization = forms.ChoiceField(
+        label=_("Quantization format"),
+        choices=[
+            ("", _("Not said")),
+            ("nf4", "NF4 (bitsandbytes)"),
+            ("nf4_dq", _("NF4, double quantization")),
+            ("gptq", "GPTQ"),
+            ("awq", "AWQ"),
+            ("int8", "LLM.int8"),
+        ],
+        required=False,
+    )
+    head = forms.ChoiceField(
+        label=_("Head"),
+        choices=[("", _("Language model (vocabulary)")), ("classification", _("Classification"))],
+        required=False,
+    )
+    labels = _count(_("Labels (classification)"), 1_000_000, required=False)
+    lora_rank = _count(_("LoRA rank (training)"), 4096, required=False)
+    lora_targets = forms.ChoiceField(
+        label=_("LoRA targets (training)"),
+        choices=[
+            ("", _("Not said (all linear layers)")),
+            ("attention", _("Attention projections")),
+            ("all_linear", _("All linear layers")),
+        ],
+        required=False,
+    )
+    master_weights = forms.ChoiceField(
+        label=_("fp32 master weights (training)"),
+        choices=[
+            ("", _("Not said (yes, with mixed precision)")),
+            ("yes", _("Yes")),
+            ("no", _("No: pure bf16")),
+        ],
+        required=False,
+    )
+    optimizer_states = forms.ChoiceField(
+        label=_("Optimizer state precision (training)"),
+        choices=[
+            ("", _("Not said (fp32)")),
+            ("fp32", "fp32"),
+            ("bf16", "bf16"),
+            ("8bit", "8-bit"),
+        ],
+        required=False,
+    )
+    days = forms.TypedChoiceField(
+        label=_("Rental term"),
+        choices=[(3, _("3 days")), (7, _("7 days")), (30, _("30 days"))],
+        coerce=int,
+        initial=7,
+        required=False,
+        empty_value=7,
+    )
     layers = _count(_("Layers"), 1024, required=False)
     hidden_size = _count(_("Hidden size"), 131_072, required=False)
     intermediate_size = _count(_("Intermediate (MLP) size"), 1_048_576, required=False)
@@ -79,6 +157,18 @@ class SizingForm(forms.Form):
     vocab_size = _count(_("Vocabulary size"), 10_000_000, required=False)
     parameters = _count(_("Parameters (optional)"), 10**13, required=False)
     experts = _count(_("Experts (optional, mixture of experts)"), 1024, required=False)
+
+    # Shown only when the workload is training (CSS :has() on the mode select; no script).
+    TRAINING = (
+        "optimizer",
+        "finetune",
+        "gradient_checkpointing",
+        "lora_rank",
+        "lora_targets",
+        "master_weights",
+        "optimizer_states",
+    )
+    INFERENCE = ("prompt_length", "new_tokens")
 
     ARCHITECTURE = (
         "layers",
@@ -106,4 +196,13 @@ class SizingForm(forms.Form):
         values = {name: self.cleaned_data[name] for name in names}
         values["gradient_checkpointing"] = self.cleaned_data["gradient_checkpointing"]
         values["gpus"] = self.cleaned_data["gpus"]
+        values["attention"] = self.cleaned_data.get("attention") or None
+        for name in ("quantization", "head", "lora_targets", "optimizer_states"):
+            values[name] = self.cleaned_data.get(name) or None
+        for name in ("lora_rank", "labels", "prompt_length", "new_tokens"):
+            values[name] = self.cleaned_data.get(name)
+        master = self.cleaned_data.get("master_weights")
+        values["master_weights"] = {"yes": True, "no": False}.get(master)
+        if values["mode"] == "training":
+            values["prompt_length"] = values["new_tokens"] = None
         return values

@@ -13,8 +13,11 @@ from kernodeck.sizing.forms import SizingForm
 from kernodeck.sizing.selectors import (
     architecture_from_input,
     assumptions_in_words,
+    measure_command,
     recommendation_note,
     sizing_report,
+    suggestion_in_words,
+    unstated_in_words,
 )
 
 STANDALONE = Path(__file__).with_name("standalone")
@@ -26,14 +29,16 @@ def sizing(request):
     """GET /sizing/: the form, and for a submitted workload its estimate and the offers."""
     submitted = "mode" in request.GET
     form = SizingForm(request.GET if submitted else None)
-    context = {"form": form, "margin_percent": int(estimator.MARGIN * 100)}
+    context = {"form": form, "margin_percent": round(estimator.MARGIN * 100)}
     if submitted and form.is_valid():
         try:
             label, arch = architecture_from_input(
                 preset=form.chosen_preset(), architecture=form.chosen_architecture()
             )
             report = sizing_report(
-                label=label, workload=estimator.Workload(arch, **form.workload_values())
+                label=label,
+                workload=estimator.Workload(arch, **form.workload_values()),
+                days=form.cleaned_data.get("days") or 7,
             )
         except InvalidInput as error:
             field = (error.field or "").rpartition(".")[2]
@@ -42,9 +47,14 @@ def sizing(request):
             context.update(
                 report=report,
                 chart=build_chart(report),
+                chart_narrow=build_chart(report, narrow=True),
                 assumptions=assumptions_in_words(report.estimate),
+                unstated=unstated_in_words(report),
+                margin_percent=report.margin_percent,
+                command=measure_command(report.per_gpu_gib),
                 breakdown=[(PART_LABELS[part], gib) for part, gib in report.breakdown.items()],
                 offers=[(r, recommendation_note(r)) for r in report.recommendations],
+                suggestions=[suggestion_in_words(g) for g in report.suggestions],
             )
     return render(request, "sizing/sizing.html", context)
 

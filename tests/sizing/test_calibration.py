@@ -126,3 +126,152 @@ def test_hugging_face_octocoder_generation(precision, measured_gib):
     workload = Workload(OCTOCODER, precision=precision, sequence_length=90)
     error = relative_error(workload, measured_gib * GIB)
     assert abs(error) <= 0.10, error
+
+
+# Every case above: (workload, measured bytes). The verdict's margin must cover each one: a
+# card the estimator calls a fit is never below a measured peak of these tables.
+MEASURED = [
+    (Workload(LLAMA2_7B, sequence_length=64), 13.52 * GB),
+    (Workload(LLAMA2_13B, sequence_length=64), 26.21 * GB),
+    (Workload(LLAMA2_7B, precision="int4", sequence_length=64), 4.57 * GB),
+    (Workload(LLAMA2_13B, precision="int4", sequence_length=64), 8.32 * GB),
+    *[
+        (
+            Workload(
+                LLAMA2_7B,
+                mode="training",
+                finetune="lora",
+                batch_size=b,
+                sequence_length=ALPACA_LONGEST_LLAMA2,
+            ),
+            gb * GB,
+        )
+        for b, gb in ((1, 21.30), (2, 29.07))
+    ],
+    (
+        Workload(
+            LLAMA2_13B, mode="training", finetune="lora", sequence_length=ALPACA_LONGEST_LLAMA2
+        ),
+        38.12 * GB,
+    ),
+    (
+        Workload(
+            LLAMA2_7B,
+            mode="training",
+            finetune="qlora",
+            precision="int4",
+            sequence_length=ALPACA_LONGEST_LLAMA2,
+        ),
+        14.14 * GB,
+    ),
+    *[
+        (Workload(OCTOCODER, precision=p, sequence_length=90), gib * GIB)
+        for p, gib in (
+            ("bf16", 29.0260648727417),
+            ("int8", 15.219234466552734),
+            ("int4", 9.543574333190918),
+        )
+    ],
+]
+
+
+@pytest.mark.parametrize(("workload", "measured_bytes"), MEASURED)
+def test_a_card_called_a_fit_is_never_below_the_measured_peak(workload, measured_bytes):
+    """The smallest card the verdict calls a fit holds the estimate plus the margin; it must
+    hold the measured peak too (measured tensors plus the context the estimate assumes)."""
+    from kernodeck.sizing import estimator
+
+    result = estimate(workload)
+    smallest_fit = result.per_gpu_bytes * (1 + estimator.margin_for(workload))
+    measured_on_device = measured_bytes + result.per_gpu["overhead"]
+    assert smallest_fit >= measured_on_device
+    assert (
+        estimator.verdict(
+            result.per_gpu_bytes,
+            memory_gib=measured_bytes / GIB,
+            margin=estimator.margin_for(workload),
+        )
+        != estimator.FITS
+    )
+
+
+# --- Held-out half ------------------------------------------------------------------------
+# Measured peaks the formulas were never written or tuned against: the other rows of the same
+# LitGPT table (tutorials/resource-tables.md, "Last updated: 10/20/2023", LitGPT commit
+# 8641822, 1 x A100-SXM4-40GB, driver 525.125.06, PyTorch 2.1.0+cu121, bitsandbytes 0.41.1,
+# --precision bf16-true, "Max GPU RAM" in GB of 10**9 bytes). Inference: generate with the
+# default short prompt and 50 new tokens; LoRA: finetune/lora.py with LitGPT's defaults (r=8
+# on the query and value projections; the table's trainable counts 4,194,304 and 6,553,600
+# are what the estimator counts for them), Alpaca, micro-batch 1.
+# Architectures: meta-llama/Llama-2-70b-hf and codellama/CodeLlama-34b-hf config.json.
+#
+# Result on this held-out half (8 cases): median absolute error 7.1 %, worst 22.3 %; every one
+# is an under-estimate. The five inference cases are within 9 % (worst -8.2 %, Llama 2 7B
+# nf4-dq); the three QLoRA cases are -21 % to -22 %: bitsandbytes' dequantisation buffers and
+# the 4-bit backward's extra copies are not modelled, which is why QLoRA's margin is the widest
+# (30 %, and 40 % while lora_rank is unsaid). The issue's target, no case over 25 %, holds;
+# under 10 % does not for QLoRA.
+LLAMA2_70B = Architecture(80, 8192, 28672, 64, 8, 128, 32000)
+CODELLAMA_34B = Architecture(48, 8192, 22016, 64, 8, 128, 32000)
+
+
+def _inference_4bit(arch, quantization):
+    return Workload(arch, precision="int4", quantization=quantization, sequence_length=64)
+
+
+def _qlora(arch, quantization):
+    return Workload(
+        arch,
+        mode="training",
+        finetune="qlora",
+        precision="int4",
+        quantization=quantization,
+        sequence_length=ALPACA_LONGEST_LLAMA2,
+        lora_rank=8,
+        lora_targets="q_proj,v_proj",
+    )
+
+
+HELD_OUT = {
+    "llama2-7b-inference-nf4-dq": (_inference_4bit(LLAMA2_7B, "nf4_dq"), 4.26, 0.10),
+    "llama2-13b-inference-nf4-dq": (_inference_4bit(LLAMA2_13B, "nf4_dq"), 7.72, 0.10),
+    "llama2-70b-inference-nf4-dq": (_inference_4bit(LLAMA2_70B, "nf4_dq"), 37.21, 0.10),
+    "codellama-34b-inference-nf4": (_inference_4bit(CODELLAMA_34B, "nf4"), 20.52, 0.10),
+    "codellama-34b-inference-nf4-dq": (_inference_4bit(CODELLAMA_34B, "nf4_dq"), 18.95, 0.10),
+    "llama2-7b-qlora-nf4-dq": (_qlora(LLAMA2_7B, "nf4_dq"), 13.84, 0.25),
+    "llama2-13b-qlora-nf4": (_qlora(LLAMA2_13B, "nf4"), 23.14, 0.25),
+    "llama2-13b-qlora-nf4-dq": (_qlora(LLAMA2_13B, "nf4_dq"), 22.55, 0.25),
+}
+
+
+@pytest.mark.parametrize("case", list(HELD_OUT))
+def test_held_out_case_within_its_tolerance(case):
+    workload, measured_gb, tolerance = HELD_OUT[case]
+
+    error = relative_error(workload, measured_gb * GB)
+
+    assert abs(error) <= tolerance, error
+
+
+def test_held_out_median_error_is_under_10_percent():
+    from statistics import median
+
+    errors = [abs(relative_error(w, gb * GB)) for w, gb, _t in HELD_OUT.values()]
+
+    assert median(errors) < 0.10, sorted(errors)
+
+
+@pytest.mark.parametrize("case", list(HELD_OUT))
+def test_held_out_no_card_called_a_fit_is_below_the_measured_peak(case):
+    from kernodeck.sizing import estimator
+
+    workload, measured_gb, _tolerance = HELD_OUT[case]
+    result = estimate(workload)
+    margin = estimator.margin_for(workload)
+
+    assert result.per_gpu_bytes * (1 + margin) >= measured_gb * GB + result.per_gpu["overhead"]
+
+
+def test_litgpts_trainable_counts_are_what_the_estimator_counts():
+    assert estimate(_qlora(LLAMA2_7B, "nf4")).trainable_parameters == 4_194_304
+    assert estimate(_qlora(LLAMA2_13B, "nf4")).trainable_parameters == 6_553_600

@@ -121,12 +121,27 @@ def test_measure_runs_the_trial_with_its_arguments_and_reports(tmp_path):
     report = json.loads(result.stdout)
     assert out.read_text() == "14.0"
     assert "trial output" in result.stderr
-    assert report["measure"] == {
-        "script": str(trial),
-        "peaks": [],
-        "error": None,
-        "estimate_per_gpu_gib": 1.5,
-    }
+    measured = report["measure"]
+    assert measured["script"] == str(trial)
+    assert measured["peaks"] == [] and measured["error"] is None
+    assert measured["estimate_per_gpu_gib"] == 1.5
+    # No GPU: the process's peak resident memory stands in for the trial's peak.
+    assert measured["cpu_peak"]["peak_rss_gib"] > 0
+    assert measured["cpu_peak"]["trial_growth_gib"] >= 0
+
+
+def test_a_cpu_rehearsal_reports_the_trials_peak_in_words(tmp_path):
+    trial = tmp_path / "trial.py"
+    # 300 MiB touched on the CPU: the reported growth must see it.
+    trial.write_text("import torch\nx = torch.ones(300 * 2**20, dtype=torch.uint8)\n")
+
+    result = run("--expect-backend", "cpu", "--measure", str(trial), "--estimate-gib", "0,5")
+
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if x.startswith("peak cpu"))
+    growth = float(line.split("added ")[1].split(" GiB")[0])
+    assert growth >= 0.25
+    assert "estimate      0.5 GiB per GPU (compare with the device figure" in result.stdout
 
 
 def test_a_failing_trial_is_reported_and_exits_non_zero(tmp_path):
@@ -242,4 +257,129 @@ def test_on_a_gpu_machine_every_device_computes_and_measure_reads_the_peak(tmp_p
     assert report["backend"] == ("rocm" if torch.version.hip else "cuda")
     assert [d["matmul"] for d in report["devices"]] == ["ok"] * torch.cuda.device_count()
     assert all(d["total_gib"] > 0 for d in report["devices"])
-    assert report["measure"]["peaks"][0]["max_memory_allocated_gib"] >= 0.25
+    peak = report["measure"]["peaks"][0]
+    assert peak["max_memory_allocated_gib"] >= 0.25
+    assert peak["allocated_gib"] <= peak["reserved_gib"] <= peak["device_gib"]
+    assert "device_over_estimate" in report["measure"]
+
+
+# --- The contract holds when PyTorch cannot even be imported (issue 25, item 7) -----------
+# A fake torch on PYTHONPATH comes before the real one: each case is a package that breaks
+# the way real installs break, with its own dist-info so the version is found.
+
+
+def fake_torch(root: Path, init: str, *, version: str = "2.5.1") -> Path:
+    package = root / "torch"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(init)
+    info = root / f"torch-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n")
+    (info / "RECORD").write_text("")
+    return package
+
+
+def run_with(path: Path, *args, cwd=None, script=SCRIPT):
+    env = {"PYTHONPATH": str(path), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        check=False,
+        env=env,
+    )
+
+
+BROKEN = {
+    "missing-library": (
+        "raise OSError('libcudnn.so.9: cannot open shared object file: No such file or "
+        "directory')\n",
+        "installed but cannot load: OSError: libcudnn.so.9",
+        "CUDA or ROCm matches this machine",
+    ),
+    "broken-install": (
+        "from torch import _C  # the compiled part is gone\n",
+        "installed but cannot load: ImportError",
+        "reinstall PyTorch",
+    ),
+    "half-written": (
+        "raise AttributeError(\"module 'torch' has no attribute 'version'\")\n",
+        "installed but cannot load: AttributeError",
+        "reinstall PyTorch",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_a_torch_that_cannot_load_gives_one_fail_line_and_the_right_advice(tmp_path, case):
+    init, said, advice = BROKEN[case]
+    fake_torch(tmp_path / "site", init)
+
+    result = run_with(tmp_path / "site")
+
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith("FAIL: This PyTorch (2.5.1, at ")
+    assert said in lines[-1] and advice in lines[-1]
+    assert "not installed" not in lines[-1]
+    assert "Traceback" not in result.stderr
+    # What was found, before the FAIL line: interpreter, torch version, backend.
+    assert f"interpreter   {sys.executable}" in result.stdout
+    assert "torch         2.5.1" in result.stdout
+    assert "backend       unknown" in result.stdout
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_with_json_a_torch_that_cannot_load_is_still_one_json_object(tmp_path, case):
+    init, said, _advice = BROKEN[case]
+    fake_torch(tmp_path / "site", init)
+
+    result = run_with(tmp_path / "site", "--json")
+
+    assert result.returncode == 1
+    report = json.loads(result.stdout)  # exactly one object: json.loads refuses any more
+    assert report["ok"] is False
+    assert said in report["reason"]
+    assert report["torch"] == "2.5.1"
+    assert report["interpreter"] == sys.executable
+    assert report["torch_location"] == str(tmp_path / "site" / "torch")
+
+
+def test_a_torch_folder_beside_the_script_that_shadows_pytorch_is_named(tmp_path):
+    # A source checkout called torch/ next to the downloaded check: it comes first on the path.
+    project = tmp_path / "project"
+    (project / "torch").mkdir(parents=True)
+    (project / "torch" / "__init__.py").write_text("raise ImportError('Failed to load C ext')\n")
+    script = project / "kernodeck-envcheck.py"
+    shutil.copy(SCRIPT, script)
+    site = Path(importlib.util.find_spec("torch").origin).parents[1]
+
+    for args in ((), ("--json",)):
+        result = run_with(site, *args, cwd=project, script=script)
+        assert result.returncode == 1
+        reason = result.stderr.strip().splitlines()[-1]
+        assert reason.startswith(f"FAIL: `import torch` loads {project / 'torch'}, not the")
+        assert "Rename or move that folder" in reason
+        if args:
+            assert json.loads(result.stdout)["ok"] is False
+
+
+def test_a_bare_torch_folder_without_pytorch_installed_is_not_called_pytorch(tmp_path):
+    (tmp_path / "torch").mkdir()
+    script = tmp_path / "kernodeck-envcheck.py"
+    shutil.copy(SCRIPT, script)
+
+    result = subprocess.run(
+        [sys.executable, "-S", str(script), "--json"],  # -S: no site-packages, no PyTorch
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
+
+    assert result.returncode == 2
+    report = json.loads(result.stdout)
+    assert f"finds the folder {tmp_path / 'torch'}, which is not PyTorch" in report["reason"]

@@ -141,16 +141,18 @@ def test_sharding_divides_the_sharded_parts_only():
     assert four.total["weights"] == one.total["weights"]
 
 
-def test_gpus_needed_and_fit_use_the_20_percent_margin():
-    w = Workload(LLAMA2, mode="training")
+def test_gpus_needed_and_fit_use_the_workloads_margin():
+    w = Workload(LLAMA2, mode="training", attention="sdpa")
     one = estimator.estimate(w).per_gpu_bytes
+    margin = estimator.margin_for(w)
 
-    assert estimator.fits(one, memory_gib=one * 1.2 / GIB)
-    assert not estimator.fits(one, memory_gib=one * 1.19 / GIB)
+    assert margin == estimator.MARGINS["training"]
+    assert estimator.fits(one, memory_gib=one * 1.25 / GIB, margin=margin)
+    assert not estimator.fits(one, memory_gib=one * 1.24 / GIB, margin=margin)
     needed = estimator.gpus_needed(w, memory_gib=80)
     assert needed == 2
-    assert estimator.estimate(estimator.with_gpus(w, 2)).per_gpu_bytes * 1.2 <= 80 * GIB
-    assert estimator.estimate(w).per_gpu_bytes * 1.2 > 80 * GIB
+    assert estimator.estimate(estimator.with_gpus(w, 2)).per_gpu_bytes * 1.25 <= 80 * GIB
+    assert estimator.estimate(w).per_gpu_bytes * 1.25 > 80 * GIB
 
 
 def test_a_job_whose_activations_alone_exceed_the_card_never_fits():

@@ -41,7 +41,9 @@ def test_a_preset_inference_estimate_with_breakdown_and_assumptions(client):
     }
     assert body["breakdown"]["weights"] == round(8_030_261_248 * 2 / GIB, 2)
     assert body["breakdown"]["gradients"] == 0
-    assert body["margin"] == 0.2
+    # Inference spreads 15 %; attention was left unsaid and eager attention adds ~1 GiB.
+    assert body["margin"] == 0.25
+    assert [u["input"] for u in body["unstated_inputs"]] == ["attention"]
     assert any("KV cache" in sentence for sentence in body["assumptions"])
     assert body["recommendations"] == []
     assert body["svg"].startswith("<svg viewBox=")
@@ -55,8 +57,11 @@ def test_recommendations_cover_every_active_offer_with_fit_and_sharding(client):
     b200 = make_offer(slug="b200", gpu_model="B200", memory_gib=180, gpus_per_unit=2)
     make_offer(slug="retired", memory_gib=141, is_active=False)
 
-    body = api_post(client, "/sizing", LLAMA31_8B_TRAIN).json()
+    body = api_post(client, "/sizing", {**LLAMA31_8B_TRAIN, "attention": "sdpa"}).json()
+    unsaid = api_post(client, "/sizing", LLAMA31_8B_TRAIN).json()
 
+    # Attention unsaid: eager would add 26 GiB, so 139.5 GiB on a 180 GB card is "measure it".
+    assert unsaid["recommendations"][0]["verdict"] == "measure"
     by_slug = {r["offer"]: r for r in body["recommendations"]}
     assert set(by_slug) == {small.slug, big.slug, b200.slug}
     # Full bf16 AdamW training of 8B: 16 bytes x 8.03e9 = 120 GiB of model states.
@@ -141,6 +146,7 @@ def test_the_estimate_reads_offers_without_touching_them(client):
             "kv_heads",
         ),
         ({"preset": "gpt2", "gradient_checkpointing": "yes"}, "gradient_checkpointing"),
+        ({"preset": "gpt2", "attention": "paged"}, "attention"),
     ],
 )
 def test_bad_input_is_a_422_naming_the_field(client, body, fragment):

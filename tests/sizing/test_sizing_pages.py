@@ -47,8 +47,11 @@ def test_an_estimate_draws_the_stacked_bar_and_lists_the_offers(client):
     assert response.status_code == 200
     expected = estimate(Workload(PRESETS["llama-3.1-8b"][1], mode="training")).per_gpu_gib()
     assert f"Llama-3.1-8B: {expected:.2f} GiB per GPU" in page
-    # Five parts (no KV cache in training) plus one bar per offer.
-    assert page.count("<rect") == 5 + 2
+    # Five parts (no KV cache in training) plus one bar per offer, in the wide chart and in
+    # the phone one.
+    assert page.count("<rect") == 2 * (5 + 2)
+    wide = page[page.index('class="chart-wide"') : page.index('class="chart-narrow"')]
+    assert wide.count("<rect") == 5 + 2
     assert "H100 80 GB" in page and "B200 180 GB" in page
     assert "Needs 3 x H100 80 GB" in page
     assert "do not pool their memory" in page
@@ -156,6 +159,7 @@ def test_the_environment_check_downloads_as_one_python_file(client):
         "traceback",
         "torch",
         "importlib",
+        "resource",
     }
     assert "kernodeck" not in imports
 
@@ -198,3 +202,30 @@ def test_the_configurator_and_catalog_offer_the_estimator(client):
         page = client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
         assert "Not sure which GPU? Estimate it." in page
         assert reverse("sizing:estimate") in page
+
+
+def test_the_page_needs_no_inline_style_and_colours_by_class(client):
+    """The CSP (style-src 'self') blocks style attributes: the legend must not rely on them."""
+    make_offer(slug="h100", gpu_model="H100 80 GB", memory_gib=80)
+
+    page = client.get(reverse("sizing:estimate"), TRAIN_8B, HTTP_ACCEPT_LANGUAGE="en")
+    html = page.content.decode()
+
+    assert "style-src 'self'" in page["Content-Security-Policy"]
+    assert "style=" not in html
+    assert '<span class="swatch part-weights">' in html
+    assert '<span class="swatch offer-short">' in html
+    css = Path(envcheck.__file__).parents[1].joinpath("static/sizing/sizing.css").read_text()
+    for part in ("weights", "activations", "gradients", "optimizer", "overhead", "kv_cache"):
+        assert f".part-{part} {{ background:" in css
+
+
+def test_training_only_fields_are_marked_to_hide_for_inference(client):
+    html = client.get(reverse("sizing:estimate"), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    for name in ("optimizer", "finetune", "gradient_checkpointing"):
+        start = html.index(f'name="{name}"')
+        wrapper = html.rfind('<div class="field', 0, start)
+        assert "training-only" in html[wrapper : wrapper + 40], name
+    start = html.index('name="batch_size"')
+    assert "training-only" not in html[html.rfind('<div class="field', 0, start) :][:40]

@@ -59,19 +59,118 @@ SEED_NOTE = (
 class CheckFailed(Exception):
     """A check that did not pass; the message is the one line the user reads."""
 
+    def __init__(self, message: str, *, status: int = 1):
+        super().__init__(message)
+        self.status = status
+
 
 def _gib(value: float) -> float:
     return round(value / GIB, 3)
 
 
-def load_torch():
+def installed_torch() -> tuple[str | None, str | None]:
+    """The version and package folder of the PyTorch distribution installed for this
+    interpreter (its metadata), without importing it."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("torch")
+    except metadata.PackageNotFoundError:
+        return None, None
+    return dist.version, os.path.dirname(str(dist.locate_file("torch/__init__.py")))
+
+
+def torch_found_at() -> tuple[str | None, bool]:
+    """Where `import torch` would load from, and whether that is a real package (a folder
+    with __init__.py or a module file) rather than a bare folder named torch."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None, False
+    if spec is None:
+        return None, False
+    if spec.origin and spec.origin not in ("namespace", "built-in"):
+        origin = spec.origin
+        folder = os.path.dirname(origin) if origin.endswith("__init__.py") else origin
+        return folder, True
+    locations = list(spec.submodule_search_locations or [])
+    return (locations[0] if locations else None), False
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    return bool(a and b) and os.path.realpath(a) == os.path.realpath(b)
+
+
+def load_torch(report: dict | None = None):
+    """Import PyTorch, or fail with one line that says what is wrong and what to do.
+
+    Fills `report` with what was found (interpreter, version, where it loads from) first, so
+    a failure still shows it.
+    """
+    report = {} if report is None else report
+    version, installed_at = installed_torch()
+    found_at, real_package = torch_found_at()
+    report.setdefault("interpreter", sys.executable)
+    report.setdefault("python", platform.python_version())
+    report.setdefault("torch", version)
+    report.setdefault("backend", None)
+    report["torch_location"] = found_at
+    shadow = (
+        found_at is not None and installed_at is not None and not _same(found_at, installed_at)
+    )
+    if found_at is None:
+        raise CheckFailed(
+            f"PyTorch is not installed for this interpreter ({sys.executable}). "
+            "Run this check with the Python your program uses.",
+            status=2,
+        )
+    if not real_package:
+        raise CheckFailed(
+            f"`import torch` finds the folder {found_at}, which is not PyTorch"
+            + (
+                f" (the installed PyTorch {version} is at {installed_at})"
+                if version
+                else " (PyTorch is not installed for this interpreter)"
+            )
+            + ". Rename that folder or run from another directory.",
+            status=1 if version else 2,
+        )
     try:
         import torch
-    except ImportError as error:
+    except Exception as error:  # OSError (a missing libcudnn.so.9), ImportError, any breakage
+        detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+        if shadow:
+            raise CheckFailed(
+                f"`import torch` loads {found_at}, not the PyTorch {version} installed at "
+                f"{installed_at}, and it cannot load ({detail}). Rename or move that folder, "
+                "or run from another directory."
+            ) from None
+        if isinstance(error, ModuleNotFoundError) and error.name == "torch":
+            raise CheckFailed(
+                f"PyTorch is not installed for this interpreter ({sys.executable}): {error}. "
+                "Run this check with the Python your program uses.",
+                status=2,
+            ) from None
+        library = isinstance(error, OSError) or ".so" in detail or ".dll" in detail
+        advice = (
+            "A library it needs cannot be loaded: install the PyTorch build whose CUDA or ROCm "
+            "matches this machine into this environment (or fix LD_LIBRARY_PATH)."
+            if library
+            else "The installation is broken: reinstall PyTorch into this environment "
+            "(pip install --force-reinstall torch, with the index URL of your CUDA or ROCm)."
+        )
         raise CheckFailed(
-            f"PyTorch is not installed for this interpreter ({sys.executable}): {error}. "
-            "Run this check with the Python your program uses."
+            f"This PyTorch ({version or 'version unknown'}, at {found_at}) is installed but "
+            f"cannot load: {detail}. {advice}"
         ) from None
+    if shadow or not hasattr(torch, "__version__") or not hasattr(torch, "version"):
+        where = f" (PyTorch {version} is installed at {installed_at})" if installed_at else ""
+        raise CheckFailed(
+            f"`import torch` loads {found_at}, which is not the PyTorch installed for this "
+            f"interpreter{where}. Rename or move it, or run from another directory."
+        )
     return torch
 
 
@@ -193,7 +292,7 @@ def check_devices(torch, *, backend: str) -> list[dict]:
 
 def run_checks(args, report: dict) -> dict:
     """Fill `report` as the checks go, so a failure still shows what was found."""
-    torch = load_torch()
+    torch = load_torch(report)
     report.update(describe_environment(torch))
     require_gpu(torch, report, expect_backend=args.expect_backend)
     if report["backend"] == "cpu" or not torch.cuda.is_available():
@@ -215,9 +314,37 @@ def visible_summary(report: dict) -> str:
     return json.dumps(visible) if visible else "none set"
 
 
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident memory so far (Unix), or None where it cannot be read."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def current_rss_bytes() -> int | None:
+    """This process's resident memory now (Linux /proc), or None elsewhere."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            resident = int(handle.read().split()[1])
+        return resident * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def measure(torch, report: dict, args) -> dict:
-    """Run the customer's trial in this process and read the allocator's peaks."""
+    """Run the customer's trial in this process and read the allocator's peaks.
+
+    Per GPU, the same three figures the estimator gives: allocated (max_memory_allocated),
+    reserved (max_memory_reserved) and device (reserved plus the memory used outside the
+    allocator, the context measured before the trial; or what the card shows used at the end,
+    when that is more). Without a GPU, the process's peak resident memory stands in.
+    """
     on_gpu = bool(report["devices"])
+    rss_before = current_rss_bytes() or peak_rss_bytes()
     if on_gpu:
         for index in range(torch.cuda.device_count()):
             torch.cuda.reset_peak_memory_stats(index)
@@ -240,21 +367,37 @@ def measure(torch, report: dict, args) -> dict:
         sys.argv, sys.path[:] = saved_argv, saved_path
     peaks = []
     if on_gpu:
+        context = {d["index"]: d["outside_allocator_gib"] for d in report["devices"]}
         for index in range(torch.cuda.device_count()):
             torch.cuda.synchronize(index)
+            allocated = _gib(torch.cuda.max_memory_allocated(index))
+            reserved = _gib(torch.cuda.max_memory_reserved(index))
+            free, total = torch.cuda.mem_get_info(index)
+            device = max(round(reserved + context.get(index, 0.0), 3), _gib(total - free))
             peaks.append(
                 {
                     "index": index,
-                    "max_memory_allocated_gib": _gib(torch.cuda.max_memory_allocated(index)),
-                    "max_memory_reserved_gib": _gib(torch.cuda.max_memory_reserved(index)),
+                    "allocated_gib": allocated,
+                    "reserved_gib": reserved,
+                    "device_gib": device,
+                    "max_memory_allocated_gib": allocated,
+                    "max_memory_reserved_gib": reserved,
                 }
             )
     result = {"script": args.measure, "peaks": peaks, "error": error}
+    rss_after = peak_rss_bytes()
+    if not on_gpu and rss_after is not None:
+        result["cpu_peak"] = {
+            "peak_rss_gib": _gib(rss_after),
+            "trial_growth_gib": _gib(max(0, rss_after - (rss_before or 0))),
+        }
     if args.estimate_gib is not None:
         result["estimate_per_gpu_gib"] = args.estimate_gib
         if peaks:
             worst = max(peak["max_memory_reserved_gib"] for peak in peaks)
             result["reserved_over_estimate"] = round(worst / args.estimate_gib, 3)
+            device = max(peak["device_gib"] for peak in peaks)
+            result["device_over_estimate"] = round(device / args.estimate_gib, 3)
     return result
 
 
@@ -335,6 +478,19 @@ def manifest(torch, report: dict, args) -> dict:
     }
 
 
+def print_found(report: dict, out) -> None:
+    """On a failure: what was found before it, so the reader sees which Python and PyTorch."""
+    version = report.get("hip_version") or report.get("cuda_version") or ""
+    print(f"interpreter   {report.get('interpreter') or sys.executable}", file=out)
+    print(f"python        {report.get('python') or platform.python_version()}", file=out)
+    print(f"torch         {report.get('torch') or 'not found'}", file=out)
+    if report.get("torch_location"):
+        print(f"torch at      {report['torch_location']}", file=out)
+    print(
+        f"backend       {(report.get('backend') or 'unknown') + ' ' + version}".rstrip(), file=out
+    )
+
+
 def print_human(report: dict, out) -> None:
     print(f"interpreter   {report['interpreter']}", file=out)
     print(f"python        {report['python']}", file=out)
@@ -356,6 +512,17 @@ def print_human(report: dict, out) -> None:
         print(report["note"], file=out)
 
 
+def gib_number(text: str) -> float:
+    """A size in GiB, written 18.6 or, as Spanish and other languages write it, 18,6."""
+    try:
+        value = float(text.strip().replace(",", "."))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of GiB: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+    return value
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="kernodeck-envcheck",
@@ -365,7 +532,9 @@ def parse_args(argv):
     parser.add_argument("--expect-backend", choices=BACKENDS, help="cuda, rocm (or cpu)")
     parser.add_argument("--expect-gpus", type=int, help="how many GPUs must be visible")
     parser.add_argument("--measure", metavar="SCRIPT", help="run SCRIPT and report its peaks")
-    parser.add_argument("--estimate-gib", type=float, help="the estimator's per-GPU figure")
+    parser.add_argument(
+        "--estimate-gib", type=gib_number, help="the estimator's per-GPU figure (18.6)"
+    )
     parser.add_argument("--manifest", metavar="OUT", help="write a reproducibility record")
     parser.add_argument("--hash", action="append", default=[], metavar="FILE")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
@@ -391,9 +560,11 @@ def main(argv=None) -> int:
     except CheckFailed as failure:
         if args.json:
             print(json.dumps({"ok": False, "reason": str(failure), **report}), file=out)
+        else:
+            print_found(report, out)
         print(f"FAIL: {failure}", file=sys.stderr)
-        return 1 if "not installed" not in str(failure) else 2
-    torch = load_torch()
+        return failure.status
+    torch = load_torch(report)
     if args.manifest:
         record = manifest(torch, report, args)
         with open(args.manifest, "w", encoding="utf-8") as handle:
@@ -421,12 +592,24 @@ def main(argv=None) -> int:
 def print_measure(result: dict, out) -> None:
     for peak in result["peaks"]:
         print(
-            f"peak gpu {peak['index']}    allocated {peak['max_memory_allocated_gib']} GiB · "
-            f"reserved {peak['max_memory_reserved_gib']} GiB",
+            f"peak gpu {peak['index']}    allocated {peak['allocated_gib']} GiB · "
+            f"reserved {peak['reserved_gib']} GiB · device {peak['device_gib']} GiB",
+            file=out,
+        )
+    if "cpu_peak" in result:
+        cpu = result["cpu_peak"]
+        print(
+            f"peak cpu      {cpu['peak_rss_gib']} GiB resident (the trial added "
+            f"{cpu['trial_growth_gib']} GiB); no GPU in this rehearsal",
             file=out,
         )
     if "estimate_per_gpu_gib" in result:
-        print(f"estimate      {result['estimate_per_gpu_gib']} GiB per GPU", file=out)
+        print(
+            f"estimate      {result['estimate_per_gpu_gib']} GiB per GPU (compare with the "
+            "device figure; allocated and reserved match the estimate's figures of the same "
+            "names)",
+            file=out,
+        )
 
 
 if __name__ == "__main__":
