@@ -4,7 +4,8 @@ from datetime import datetime
 
 from ninja import Field, Router, Schema, Status
 from ninja.pagination import paginate
-from pydantic import StrictBool
+from pydantic import StrictBool, field_validator
+from pydantic_core import PydanticCustomError
 
 from kernodeck.core.money import usd_str
 from kernodeck.ledger import selectors, services
@@ -32,6 +33,15 @@ class TopUpIn(Schema):
         description="A payment method's code (GET /payment-methods).",
         json_schema_extra={"enum": [spec.code for spec in METHODS]},
     )
+
+    @field_validator("amount_usd")
+    @classmethod
+    def _one_of_the_amounts(cls, value: str) -> str:
+        # Spelled exactly as the enum: "1e2" or "100.000" are the same number, but not
+        # what the document promises to accept.
+        if value not in {str(amount) for amount in TOPUP_AMOUNTS}:
+            raise PydanticCustomError("topup_amount", services.topup_amounts_message())
+        return value
 
 
 class TopUpOut(Schema):
@@ -63,9 +73,13 @@ class PayWithBalanceIn(Schema):
 
 
 class InsufficientOut(Schema):
+    """A refused payment from the balance: why, and, when the balance is short, by how much
+    (the other refusals, a crypto payment seen or "I have paid" unconfirmed, carry no
+    amounts)."""
+
     detail: str
-    available_usd: str
-    needed_usd: str
+    available_usd: str | None = None
+    needed_usd: str | None = None
 
 
 @router.get("/balance", response=BalanceOut)

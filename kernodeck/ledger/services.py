@@ -106,9 +106,14 @@ def _append(*, account_id: int, kind: str, amount: Decimal, actor=None, memo: st
 # -- top-ups ------------------------------------------------------------------------------
 
 
-def _parse_topup_amount(amount) -> Decimal:
+def topup_amounts_message() -> str:
+    """What a refused top-up amount is told, in the active language."""
     allowed = ", ".join(money(a, places=0) for a in TOPUP_AMOUNTS)
-    message = _("Top-ups are exactly %(list)s.") % {"list": allowed}
+    return _("Top-ups are exactly %(list)s.") % {"list": allowed}
+
+
+def _parse_topup_amount(amount) -> Decimal:
+    message = topup_amounts_message()
     try:
         value = Decimal(str(amount).strip().replace(" ", ""))
     except ArithmeticError:

@@ -77,3 +77,21 @@ def test_the_profile_service_names_the_long_field_too(field):
         services.profile_update(user=user, **names)
 
     assert refused.value.field == field
+
+
+def test_the_balance_refusal_promises_amounts_only_when_it_has_them(document):
+    refusal = document["components"]["schemas"]["InsufficientOut"]
+    assert refusal["required"] == ["detail"]
+    assert {"available_usd", "needed_usd"} <= set(refusal["properties"])
+
+
+@pytest.mark.parametrize("spelling", ["1e2", "100.000", "100.0", " 100", "\uff11\uff10\uff10"])
+def test_a_top_up_amount_is_taken_only_as_the_document_spells_it(api, spelling):
+    answer = api.post(
+        "/api/v1/topups",
+        {"amount_usd": spelling, "method": "btc"},
+        content_type="application/json",
+    )
+
+    assert answer.status_code == 422, answer.content
+    assert "amount_usd" in answer.content.decode()
