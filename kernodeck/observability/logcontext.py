@@ -33,6 +33,13 @@ def unbind(tokens: tuple) -> None:
     _request_id.reset(request_token)
 
 
+def clear(**kwargs) -> None:
+    """Forget the finished request (Django's request_finished signal)."""
+    _request_id.set("")
+    _request.set(None)
+    _task.set("")
+
+
 def request_id() -> str:
     return _request_id.get()
 

@@ -18,11 +18,10 @@ class RequestIdMiddleware:
 
     def __call__(self, request):
         request.request_id = logcontext.request_id_choose(request.META.get("HTTP_X_REQUEST_ID"))
-        tokens = logcontext.bind(request_id=request.request_id, request=request)
-        try:
-            response = self.get_response(request)
-        finally:
-            logcontext.unbind(tokens)
+        # Left bound after the response: Django logs 4xx and 5xx answers once the
+        # middlewares are done. Django's request_finished clears it (apps.py).
+        logcontext.bind(request_id=request.request_id, request=request)
+        response = self.get_response(request)
         response["X-Request-ID"] = request.request_id
         return response
 
