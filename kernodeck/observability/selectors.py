@@ -11,6 +11,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.db.models import (
+    CharField,
     Count,
     DurationField,
     ExpressionWrapper,
@@ -311,7 +312,11 @@ def sales_per_day(*, since: datetime) -> dict[date, dict[str, Decimal]]:
         Order.objects.filter(settled_at__gte=since)
         .annotate(
             day=TruncDate("settled_at"),
-            via=Coalesce(Subquery(paying.values("method_id")[:1]), Value(BALANCE)),
+            via=Coalesce(
+                Subquery(paying.values("method_id")[:1]),
+                Value(BALANCE),
+                output_field=CharField(),
+            ),
         )
         .values_list("day", "via")
         .order_by()
