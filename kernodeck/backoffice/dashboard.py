@@ -34,7 +34,7 @@ def _can(request, perm: str) -> bool:
     return has_permissions(request.user, perm)
 
 
-def dashboard_page(request, *, app_list):
+def dashboard_page(request, *, app_list, site_header):
     """Render the dashboard; `app_list` is the admin's list of model pages for this user."""
     can = {
         "review": _can(request, REVIEW),
@@ -51,7 +51,7 @@ def dashboard_page(request, *, app_list):
     now = clock.now()
     period = dashboard.period_choose(request.GET.get("days"))
     context = {
-        "title": _("Back-office"),
+        "site_header": site_header,
         "can": can,
         "screens": screens,
         "app_list": app_list,

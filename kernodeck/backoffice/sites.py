@@ -27,7 +27,9 @@ class BackofficeSite(admin.AdminSite):
         the model pages this account may open."""
         from kernodeck.backoffice.dashboard import dashboard_page
 
-        return dashboard_page(request, app_list=self.get_app_list(request))
+        return dashboard_page(
+            request, app_list=self.get_app_list(request), site_header=self.site_header
+        )
 
     def app_index(self, request, app_label, extra_context=None):
         # 403 like every other refused back-office page (the stock admin answers 404).
