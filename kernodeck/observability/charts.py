@@ -10,7 +10,7 @@ from datetime import date
 from decimal import Decimal
 
 WIDTH, HEIGHT = 360, 190
-LEFT, RIGHT, TOP, BOTTOM = 44, 8, 10, 24
+LEFT, RIGHT, TOP, BOTTOM = 44, 8, 10, 26
 SERIES_CLASSES = 6  # .kd-s0 … .kd-s5 in dashboard.css
 
 
