@@ -374,6 +374,7 @@ class Attention:
     emails_failed: int
     releases_overdue: dict
     nodes_down_with_rentals: list[str]
+    watchers_down: list[str]
 
 
 def attention(*, now=None) -> Attention:
@@ -400,4 +401,5 @@ def attention(*, now=None) -> Attention:
         emails_failed=failed,
         releases_overdue=releases_overdue(now=now),
         nodes_down_with_rentals=down,
+        watchers_down=[row.network for row in watchers(now=now) if not row.healthy],
     )

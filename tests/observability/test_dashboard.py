@@ -148,6 +148,7 @@ def test_the_dashboard_numbers_equal_sql_counts_on_a_seeded_database(seeded):
     ]
     access = {row[0]: row[1:] for row in board["access"].table.rows}
     assert access[(NOW - timedelta(days=1)).date()] == [1, 20.0, 20.0]
+    assert shown["watchers-down"] == "0"
     html = response.content.decode()
     assert html.count("<svg") == 4
     assert "<rect" in html and "<polyline" in html
@@ -221,3 +222,18 @@ def test_the_dashboard_speaks_spanish_by_default_for_spanish_browsers(seeded):
     for points in re.findall(r'points="([^"]+)"', html):
         assert re.fullmatch(r"[0-9. ,]+", points) and ".," not in points
     assert not re.search(r'\b[xy]="\d+,\d', html)
+
+
+def test_a_watcher_down_shows_at_the_top(settings):
+    from kernodeck.payments.models import ChainState
+
+    clock.freeze(NOW)
+    settings.KERNODECK_TRON_API_URL = "http://127.0.0.1:9/"
+    ChainState.objects.create(
+        network="tron", last_success_at=NOW - timedelta(hours=1), last_error_at=NOW
+    )
+
+    response = superuser_client().get("/backoffice/")
+
+    assert figures(response)["watchers-down"] == "1"
+    assert "tron" in response.content.decode().split('data-figure="watchers-down"')[1][:400]
