@@ -17,9 +17,13 @@ def _instruments():
 
 
 def http_request_observe(*, route: str, method: str, status: int, seconds: float) -> None:
-    metrics = _instruments()
-    metrics.http_requests.labels(route=route, method=method, status=str(status)).inc()
-    metrics.http_request_duration.labels(route=route, method=method).observe(seconds)
+    try:
+        metrics = _instruments()
+        metrics.http_requests.labels(route=route, method=method, status=str(status)).inc()
+        metrics.http_request_duration.labels(route=route, method=method).observe(seconds)
+    except Exception:
+        # A full disk under PROMETHEUS_MULTIPROC_DIR must not turn answers into errors.
+        logger.exception("could not count a request to %s", route)
 
 
 def watcher_pass_observe(*, network: str, seconds: float, failed: bool) -> None:
