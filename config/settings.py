@@ -1,5 +1,6 @@
 """Kernodeck settings, read from KERNODECK_* environment variables (see README)."""
 
+import ipaddress
 import os
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -108,11 +109,17 @@ INSTALLED_APPS = [
     "kernodeck.sizing",
     "kernodeck.demo",
     "kernodeck.api",
+    "kernodeck.observability",
 ]
 
 MIDDLEWARE = [
+    # A request id for every log line of the request (echoed in X-Request-ID).
+    "kernodeck.observability.middleware.RequestIdMiddleware",
     # Answers /healthz and /readyz before host checks and the HTTPS redirect.
     "kernodeck.core.health.HealthMiddleware",
+    # /metrics (token or allowed addresses only), then requests counted by route and status.
+    "kernodeck.observability.middleware.MetricsMiddleware",
+    "kernodeck.observability.middleware.HttpMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -399,14 +406,46 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
+# Observability: /metrics for Prometheus, closed unless a token or addresses are set
+# (README, "Metrics, dashboard and logs").
+KERNODECK_METRICS_TOKEN = os.environ.get("KERNODECK_METRICS_TOKEN", "").strip()
+if KERNODECK_METRICS_TOKEN and len(KERNODECK_METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("KERNODECK_METRICS_TOKEN must be at least 16 characters.")
+KERNODECK_METRICS_ALLOW = env_list("KERNODECK_METRICS_ALLOW")
+try:
+    KERNODECK_METRICS_ALLOW_NETWORKS = tuple(
+        ipaddress.ip_network(item, strict=False) for item in KERNODECK_METRICS_ALLOW
+    )
+except ValueError as exc:
+    raise ImproperlyConfigured(
+        f"KERNODECK_METRICS_ALLOW must list IP addresses or networks (10.0.0.5,10.1.0.0/16): {exc}"
+    ) from None
+# Log lines: "text" (the default) or "json" (one object per line, with the request id).
+KERNODECK_LOG_FORMAT = os.environ.get("KERNODECK_LOG_FORMAT", "text").strip().lower() or "text"
+if KERNODECK_LOG_FORMAT not in {"text", "json"}:
+    raise ImproperlyConfigured("KERNODECK_LOG_FORMAT must be text or json.")
+
+_JSON_LOGS = KERNODECK_LOG_FORMAT == "json"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"context": {"()": "kernodeck.observability.logformat.ContextFilter"}},
+    "formatters": {"json": {"()": "kernodeck.observability.logformat.JsonFormatter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["context"],
+            **({"formatter": "json"} if _JSON_LOGS else {}),
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("KERNODECK_LOG_LEVEL", "INFO")},
-    # The huey consumer installs its own handler; do not print its lines twice.
     "loggers": {
-        "huey": {"propagate": False},
+        # The huey consumer installs its own handler unless the logger has one: in text
+        # mode it keeps its own (not printed twice); in JSON mode it writes through ours.
+        "huey": {
+            "propagate": False,
+            **({"handlers": ["console"]} if KERNODECK_LOG_FORMAT == "json" else {}),
+        },
         # httpx logs full URLs at INFO, and RPC URLs may carry API keys.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},

@@ -22,6 +22,15 @@ class BackofficeSite(admin.AdminSite):
             user.is_active and user.is_staff and (user.is_superuser or user.get_all_permissions())
         )
 
+    def index(self, request, extra_context=None):
+        """The landing page is the operators' dashboard (dashboard.py), which also lists
+        the model pages this account may open."""
+        from kernodeck.backoffice.dashboard import dashboard_page
+
+        return dashboard_page(
+            request, app_list=self.get_app_list(request), site_header=self.site_header
+        )
+
     def app_index(self, request, app_label, extra_context=None):
         # 403 like every other refused back-office page (the stock admin answers 404).
         if not request.user.has_module_perms(app_label):

@@ -14,6 +14,7 @@ are.
 
 import hashlib
 import logging
+import time
 from datetime import timedelta
 from decimal import Decimal
 
@@ -27,6 +28,7 @@ from kernodeck.core import clock
 from kernodeck.core.errors import ServiceError
 from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_record
+from kernodeck.observability import recording
 from kernodeck.orders import services as order_services
 from kernodeck.payments import locks, reconciliation
 from kernodeck.payments.chains.adapters import adapter_for, configured_networks
@@ -785,6 +787,17 @@ def payment_intents_expire() -> int:
 
 
 def watch_network_isolated(network: str) -> dict:
+    """watch_network_guarded, timed and counted for /metrics."""
+    started = time.monotonic()
+    report = watch_network_guarded(network)
+    if "skipped" not in report:
+        recording.watcher_pass_observe(
+            network=network, seconds=time.monotonic() - started, failed="error" in report
+        )
+    return report
+
+
+def watch_network_guarded(network: str) -> dict:
     """watch_network, and whatever goes wrong stays in this network.
 
     A ChainError is already recorded by watch_network. Anything else is not the API's

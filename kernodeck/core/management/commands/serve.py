@@ -4,6 +4,8 @@ import os
 
 from django.core.management.base import BaseCommand, CommandError
 
+from kernodeck.observability import multiprocess
+
 
 def default_workers() -> int:
     """gunicorn's rule of thumb, two per core plus one, capped for small database pools."""
@@ -60,7 +62,10 @@ class Command(BaseCommand):
             # The TLS proxy in front sets X-Forwarded-Proto; trust it only from these.
             "forwarded_allow_ips": os.environ.get("KERNODECK_FORWARDED_ALLOW_IPS", "127.0.0.1"),
             "proc_name": "kernodeck-web",
+            # Metrics summed over every worker (prometheus_client's multiprocess mode).
+            "child_exit": multiprocess.worker_exited,
         }
+        metrics_dir = multiprocess.directory_prepare()
 
         class Server(BaseApplication):
             def load_config(self):
@@ -73,6 +78,7 @@ class Command(BaseCommand):
                 return application
 
         self.stdout.write(
-            f"Kernodeck web on {bind}: {workers} workers x {threads} threads (gunicorn)."
+            f"Kernodeck web on {bind}: {workers} workers x {threads} threads (gunicorn); "
+            f"metrics in {metrics_dir}."
         )
         Server().run()
