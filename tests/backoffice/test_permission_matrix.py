@@ -366,3 +366,13 @@ def test_access_details_need_operate_rentals_and_view_access_on_desk_and_api(per
             rental_page.content.decode() if rental_page.status_code == 200 else ""
         )
         assert AuditEvent.objects.filter(action__contains="access").count() == reads_before
+
+
+@pytest.mark.django_db
+def test_the_header_links_the_review_queue_only_to_reviewers():
+    queue = reverse("backoffice:review_queue")
+    without = _client_with(UNRELATED).get(reverse("faq")).content.decode()
+    reviewer = _client_with("payments.review_payment").get(reverse("faq")).content.decode()
+
+    assert f'href="{queue}"' not in without
+    assert f'href="{queue}"' in reviewer
