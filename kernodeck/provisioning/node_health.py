@@ -41,6 +41,8 @@ def _reason(health: NodeHealth) -> str:
         "host_key_not_accepted": _("Host key not accepted yet"),
         "gpu_mismatch": _("GPU count mismatch"),
         "unreachable": _("Unreachable"),
+        "bad_answer": _("Malformed agent answer"),
+        "node_fault": _("The node refused a step"),
     }.get(problem, _("Health check failed"))
     return f"{prefix}: {health.detail}"[:300]
 
@@ -62,8 +64,10 @@ def _flag_running_rentals(node: Node, reason: str) -> int:
             }
         )[:300]
         if order.rental_reason != note:
-            order.rental_reason = note
-            order.save(update_fields=["rental_reason"])
+            if order.rental_state == RentalState.ACTIVE:
+                # A suspended rental's reason is the customer's to read: keep it theirs.
+                order.rental_reason = note
+                order.save(update_fields=["rental_reason"])
             audit_record(
                 action="provisioning.rental_flagged",
                 target=node,
@@ -126,10 +130,12 @@ def node_health_consequences(*, node: Node, health: NodeHealth) -> Node:
 def driver_error_record(*, error: DriverError, final: bool) -> None:
     """A rental step failed on a node: let that node's health follow, outside transactions.
 
-    A host-key problem is the node's, at once. A network failure that survived the task
+    A host-key problem is the node's, at once, and so is an agent refusal that blames the
+    machine (`blames_node`: a GPU tool missing or failing, device files missing) or an
+    answer that is nonsense. A network failure that survived the task
     queue's retries (`final`) triggers an inspection of the node now, instead of at the next
-    periodic pass, so that a retry on new slots already avoids a node that is down. An
-    agent's refusal belongs to the rental: the node is left alone.
+    periodic pass, so that a retry on new slots already avoids a node that is down. Any
+    other refusal belongs to the rental: the node is left alone.
     """
     from kernodeck.provisioning import selectors, services
     from kernodeck.provisioning.drivers import driver_for
@@ -146,6 +152,10 @@ def driver_error_record(*, error: DriverError, final: bool) -> None:
         health = NodeHealth(
             ok=False, detail=error.message, data={"problem": problem, "offered_key": error.offered}
         )
+    elif getattr(error, "blames_node", False):
+        # The agent says the machine is broken (a GPU tool missing or printing garbage,
+        # device files missing): out of the catalog now, not at the next inspection.
+        health = NodeHealth(ok=False, detail=error.message, data={"problem": "node_fault"})
     elif error.retryable and final:
         health = driver_for(node.driver).inspect(selectors.node_ref(node))
     else:

@@ -31,9 +31,16 @@ def rental_extend_task(order_id: int):
     driving.rental_extend_run(order_id=order_id)
 
 
-@db_task(**DRIVER_RETRY)
+@db_task()
 def rental_release_task(order_id: int):
+    """Right after the end; never retried by huey: the sweep below retries every minute."""
     driving.rental_release_run(order_id=order_id)
+
+
+@db_periodic_task(crontab(minute="*"))
+def rental_releases_tick():
+    """Every minute: re-run every release no node has confirmed yet, raise overdue alerts."""
+    driving.rentals_release_sweep()
 
 
 @db_periodic_task(crontab(minute="*"))

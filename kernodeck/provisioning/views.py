@@ -19,7 +19,7 @@ from kernodeck.core.forms import add_service_error
 from kernodeck.core.requests import client_ip
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.models import RentalState
-from kernodeck.provisioning import node_health, selectors, services
+from kernodeck.provisioning import alerts, node_health, selectors, services
 from kernodeck.provisioning.forms import (
     ConfirmForm,
     DeliverForm,
@@ -80,8 +80,28 @@ def desk(request):
     return render(
         request,
         "provisioning/desk.html",
-        {"rows": rows, "state": state, "states": RentalState.choices},
+        {
+            "rows": rows,
+            "state": state,
+            "states": RentalState.choices,
+            "alerts": list(alerts.alerts_open()[:50]),
+            "releases": selectors.releases_pending_for_desk()[:100],
+        },
     )
+
+
+@permission_required(OPERATE)
+def alert_acknowledge(request, alert_id):
+    """An operator took an alert in hand (POST); it leaves the top of the desk."""
+    if request.method != "POST":
+        return redirect("desk:rentals")
+    try:
+        alerts.alert_acknowledge(alert_id=alert_id, actor=request.user)
+    except ServiceError as error:
+        messages.error(request, error.message)
+    else:
+        messages.success(request, _("Alert acknowledged."))
+    return redirect("desk:rentals")
 
 
 @permission_required(OPERATE)

@@ -291,7 +291,12 @@ def test_a_node_that_is_down_fails_the_rental_with_the_reason_and_a_retry_uses_t
 
     order.refresh_from_db()
     assert order.rental_state == RentalState.PROVISIONING_FAILED
-    assert order.rental_reason.startswith(f"The node {first.name} is unreachable")
+    assert order.rental_reason == str(services.MACHINE_FAILED)  # customer words
+    assert (
+        node_health.rental_steps(order)[-1]
+        .data["detail"]
+        .startswith(f"The node {first.name} is unreachable")
+    )
     first.refresh_from_db()
     assert first.state == NodeState.MAINTENANCE
     assert first.state_reason.startswith("Unreachable: The node")
@@ -329,7 +334,12 @@ def test_a_changed_host_key_stops_every_operation_and_alerts(lab):
     order = settle(make_order(owner=customer, offer=offer, preparation="python"))
 
     assert order.rental_state == RentalState.PROVISIONING_FAILED
-    assert order.rental_reason.startswith(f"The SSH host key of {node.name} changed")
+    assert order.rental_reason == str(services.MACHINE_FAILED)
+    assert (
+        node_health.rental_steps(order)[-1]
+        .data["detail"]
+        .startswith(f"The SSH host key of {node.name} changed")
+    )
     assert lab.accounts() == []  # nothing was sent to the impostor
     node.refresh_from_db()
     assert node.state == NodeState.MAINTENANCE
