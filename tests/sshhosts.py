@@ -12,13 +12,19 @@ Each host gets a namespace `kdssh<pid>h<i>` with a veth pair (the host end in th
 namespace), a /30 inside the lab's own /27 of 10.0.0.0/8 (derived from the test process id),
 its own host key, the
 operator key for root (through a `Match User root` block, so the machine's own root keys are
-never read or changed), stand-in GPU device files under its agent `--root`, and an
-`nvidia-smi` stand-in that prints the documented CSV. The filesystem and the account
-database are the machine's own: every account the agent creates carries the prefix
-`kdt<pid>x-`, and teardown removes those accounts, their processes, the namespaces, the links
-and the files, also after a failed test. Where namespaces cannot be made, the same servers
-listen on loopback ports, and `cut()` stops the server instead. Without root or sshd the
-tests skip with that reason.
+never read or changed), GPU device files under its agent `--root` that are real character
+devices with NVIDIA's numbers (`nvidiaN` 195:N, `nvidiactl` 195:255, `nvidia-modeset`
+195:254, `nvidia-uvm` 235:0 and `nvidia-uvm-tools` 235:1; with no driver loaded, opening one
+fails with ENXIO once permission is granted and with EACCES before), and an `nvidia-smi`
+stand-in that prints the documented CSV. Its sshd (and so everything a login or the agent
+starts) runs in its own mount, PID, UTS and IPC namespaces (`unshare`) with private tmpfs
+`/tmp`, `/var/tmp` and `/dev/shm`, so tenants of one host share those as on a real node and
+nothing of the machine's; `host.node_path("/tmp")` is that folder seen from outside.
+The rest of the filesystem and the account database are the machine's own: every account
+the agent creates carries the prefix `kdt<pid>x-`, and teardown removes those accounts,
+their processes, the namespaces, the links and the files, also after a failed test. Where
+network namespaces cannot be made, the same servers listen on loopback ports, and `cut()`
+stops the server instead. Without root or sshd the tests skip with that reason.
 
 Nothing meant for a test host can leave by the default route: before the first host exists
 the lab adds an `unreachable` route for its whole /27 (removed after the last host is gone),
@@ -36,6 +42,7 @@ import pwd
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -43,6 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from kernodeck.provisioning.agent import ARCHIVE_NAME as AGENT_NAME
 
 SSHD = "/usr/sbin/sshd"
 LAB_PARENT = "/run"
@@ -63,6 +72,42 @@ elif "--query-gpu=index,uuid,name,memory.total" in args and "nounits" in args:
 else:
     sys.exit("unsupported stand-in call: " + args)
 """
+
+
+# NVIDIA's shared devices as the driver makes them with NVreg_DeviceFileMode=0660 and
+# NVreg_DeviceFileGID=0 (nvidia-uvm's major is dynamic on a real node).
+CONTROL_DEVICES = {
+    "nvidiactl": (195, 255),
+    "nvidia-modeset": (195, 254),
+    "nvidia-uvm": (235, 0),
+    "nvidia-uvm-tools": (235, 1),
+}
+
+# Run by sh as the first process of the host's own namespaces, then replaced by sshd.
+NODE_INIT = (
+    "set -e; for d in /tmp /var/tmp /dev/shm; do "
+    'mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m kdnode "$d"; done; '
+    'hostname "$1"; shift; exec "$@"'
+)
+
+
+# `kd-open PATH`: exits 0 when the caller may open PATH read-write (a device with no driver
+# behind it answers ENXIO only after the permission check passed), 1 when refused.
+OPEN_PROBE = """#!/usr/bin/env python3
+import errno, os, sys
+try:
+    os.close(os.open(sys.argv[1], os.O_RDWR))
+except OSError as exc:
+    sys.exit(0 if exc.errno == errno.ENXIO else 1)
+"""
+
+
+def _mknod(path: Path, major: int, minor: int, mode: int) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    os.mknod(path, mode | stat.S_IFCHR, os.makedev(major, minor))
+    os.chown(path, 0, 0)
+    path.chmod(mode)
 
 
 def ssh_lab_unavailable() -> str | None:
@@ -136,6 +181,11 @@ class TestHost:
         return self.base / "state"
 
     @property
+    def root_ssh_dir(self) -> Path:
+        """The folder of root's `authorized_keys` (the operator's key) on this host."""
+        return self.base / "root_home" / ".ssh"
+
+    @property
     def host_key_path(self) -> Path:
         return self.base / "ssh_host_ed25519_key"
 
@@ -143,6 +193,11 @@ class TestHost:
         """`ssh-ed25519 AAAA…` of the current host key."""
         text = (self.base / "ssh_host_ed25519_key.pub").read_text().split()
         return f"{text[0]} {text[1]}"
+
+    @property
+    def opener(self) -> str:
+        """The path of `kd-open` on the host (see OPEN_PROBE): `kd-open DEVICE` as a tenant."""
+        return str(self.base / "tools" / "kd-open")
 
     def set_gpus(self, count: int) -> None:
         """What the nvidia-smi stand-in reports (a node losing a GPU reports fewer)."""
@@ -164,9 +219,12 @@ class TestHost:
             path.chmod(0o755)
         (self.base / "agent").mkdir(mode=0o700, exist_ok=True)
         for i in range(self.gpu_count):
-            device = self.device_root / "dev" / f"nvidia{i}"
-            device.write_text(f"stand-in device of GPU {i} on {self.name}\n")
-            device.chmod(0o600)
+            _mknod(self.device_root / "dev" / f"nvidia{i}", 195, i, 0o600)
+        for name, (major, minor) in CONTROL_DEVICES.items():
+            _mknod(self.device_root / "dev" / name, major, minor, 0o660)
+        opener = self.base / "tools" / "kd-open"
+        opener.write_text(OPEN_PROBE)
+        opener.chmod(0o755)
         nvidia_smi = self.base / "tools" / "nvidia-smi"
         nvidia_smi.write_text(NVIDIA_SMI_STANDIN)
         nvidia_smi.chmod(0o755)
@@ -176,13 +234,15 @@ class TestHost:
             "home_base": str(self.home_base),
             "state_dir": str(self.state_dir),
             "prefix": self.lab.account_prefix,
+            "gpu_group": self.lab.gpu_group,
             "tools_path": str(self.base / "tools"),
             "service_wait": 20,
             "recipe_timeout": 60,
         }
         (self.base / "agent" / "agent.json").write_text(json.dumps(config))
         self._new_host_key()
-        operator_keys = self.base / "operator_authorized_keys"
+        self.root_ssh_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        operator_keys = self.root_ssh_dir / "authorized_keys"
         operator_keys.write_text(self.lab.operator_public_key + "\n")
         operator_keys.chmod(0o600)
 
@@ -221,13 +281,15 @@ class TestHost:
             "LogLevel ERROR\n"
             "AuthorizedKeysFile .ssh/authorized_keys\n"
             "Match User root\n"
-            f"    AuthorizedKeysFile {self.base / 'operator_authorized_keys'}\n"
+            f"    AuthorizedKeysFile {self.root_ssh_dir / 'authorized_keys'}\n"
         )
         return config
 
     def start(self) -> None:
         config = self._write_sshd_config()
         argv = [SSHD, "-D", "-e", "-f", str(config)]
+        if self.lab.isolate:
+            argv = [*ISOLATE, "/bin/sh", "-c", NODE_INIT, "kdnode", self.name, *argv]
         if self.namespace:
             argv = ["ip", "netns", "exec", self.namespace, *argv]
         log = open(self.base / "sshd.log", "ab")  # noqa: SIM115
@@ -239,6 +301,24 @@ class TestHost:
             raise RuntimeError(
                 f"sshd did not start: {(self.base / 'sshd.log').read_text()[-2000:]}"
             ) from None
+
+    def node_pid(self) -> int | None:
+        """The first process of the host's namespaces (seen from the machine), or None."""
+        if not (self.process and self.lab.isolate):
+            return None
+        for _ in range(100):
+            with contextlib.suppress(OSError):
+                children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+                first = children.read_text().split()
+                if first:
+                    return int(first[0])
+            time.sleep(0.02)
+        return None
+
+    def node_path(self, path: str) -> Path:
+        """A path as the host's own processes see it (its private /tmp, /dev/shm...)."""
+        pid = self.node_pid()
+        return Path(f"/proc/{pid}/root{path}") if pid else Path(path)
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
@@ -321,6 +401,7 @@ class SshLab:
     def __init__(self, hosts: int = 2, gpus: int = 4, use_namespaces: bool = True):
         self.pid = os.getpid()
         self.account_prefix = f"kdt{self.pid}x-"
+        self.gpu_group = f"{self.account_prefix}gpu"  # the agent's shared GPU group here
         self.count = hosts
         self.gpus = gpus
         self.use_namespaces = use_namespaces
@@ -333,6 +414,7 @@ class SshLab:
         self.base.chmod(0o755)
         self.mode = "namespaces"
         self.catch_all: str | None = None  # the lab's `unreachable` route, while it exists
+        self.isolate = _can_isolate()
 
     # --- keys
 
@@ -439,16 +521,17 @@ class SshLab:
             _kill_uid(entry.pw_uid)
             _run("userdel", entry.pw_name, check=False)
             _run("groupdel", entry.pw_name, check=False)
+        _run("groupdel", self.gpu_group, check=False)
         for host in self.hosts:
             shutil.rmtree(host.state_dir, ignore_errors=True)
             with contextlib.suppress(FileNotFoundError):
-                (host.base / "agent" / "kernodeck_agent.py").unlink()
+                (host.base / "agent" / AGENT_NAME).unlink()
             for child in host.home_base.iterdir():
                 shutil.rmtree(child, ignore_errors=True)
             for i in range(host.gpu_count):
-                device = host.device_root / "dev" / f"nvidia{i}"
-                os.chown(device, 0, 0)
-                device.chmod(0o600)
+                _mknod(host.device_root / "dev" / f"nvidia{i}", 195, i, 0o600)
+            for name, (major, minor) in CONTROL_DEVICES.items():
+                _mknod(host.device_root / "dev" / name, major, minor, 0o660)
             host.set_gpus(host.gpu_count)
             if host.link:
                 host._node_link("up")
@@ -470,6 +553,7 @@ class SshLab:
                 _kill_uid(entry.pw_uid)
                 _run("userdel", entry.pw_name, check=False)
                 _run("groupdel", entry.pw_name, check=False)
+        _run("groupdel", self.gpu_group, check=False)
         for link in self.links:
             _run("ip", "link", "del", link, check=False)
         for name in self.namespaces:
@@ -479,6 +563,26 @@ class SshLab:
             self.catch_all = None
         shutil.rmtree(self.base, ignore_errors=True)
         self.hosts, self.links, self.namespaces = [], [], []
+
+
+ISOLATE = (
+    "unshare",
+    "--mount",
+    "--uts",
+    "--ipc",
+    "--pid",
+    "--fork",
+    "--kill-child",
+    "--mount-proc",
+)
+
+
+def _can_isolate() -> bool:
+    """Whether this machine lets a host have its own mount, PID, UTS and IPC namespaces."""
+    if not shutil.which("unshare"):
+        return False
+    probe = [*ISOLATE, "/bin/sh", "-c", NODE_INIT, "kdnode", "probe", "true"]
+    return _run(*probe, check=False).returncode == 0
 
 
 def _kill_uid(uid: int) -> None:

@@ -343,6 +343,20 @@ SECTIONS: tuple[Section, ...] = (
                 ),
             ),
             Entry(
+                "shared-machine",
+                _("Is my rental kept apart from other customers on the same machine?"),
+                _(
+                    "Several rentals can share one machine. Each has its own Linux account, its "
+                    "own GPUs, a home folder closed to the others, its own notebook token and "
+                    "its own share of processor and memory. When it ends, its account, "
+                    "processes and temporary files are removed, and its user number is never "
+                    "given to anyone else. It is not a virtual machine: rentals share the "
+                    "operating system's kernel and the GPU driver. If your work needs the "
+                    "separation of a machine of your own, rent all of a node's GPUs or ask "
+                    "support."
+                ),
+            ),
+            Entry(
                 "environment-check",
                 _("How do I check that my environment really uses the GPU?"),
                 _(

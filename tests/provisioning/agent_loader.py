@@ -1,19 +1,21 @@
-"""Loads the host agent the way a node runs it: one file, outside the Django project."""
+"""The host agent as a node runs it: the zipapp the ssh driver ships, outside Django.
 
-import importlib.util
+`AGENT_PATH` is that archive, built once per test process into a root-only folder;
+`load_agent()` gives the package's parsers for tests that call them directly.
+"""
+
+import atexit
+import importlib
+import shutil
+import tempfile
 from pathlib import Path
 
-AGENT_PATH = (
-    Path(__file__).resolve().parents[2]
-    / "kernodeck"
-    / "provisioning"
-    / "agent"
-    / "kernodeck_agent.py"
-)
+from kernodeck.provisioning.agent import ARCHIVE_NAME, write_zipapp
+
+_folder = Path(tempfile.mkdtemp(prefix="kdagent-pyz-"))
+atexit.register(shutil.rmtree, _folder, True)
+AGENT_PATH = write_zipapp(_folder / ARCHIVE_NAME)
 
 
 def load_agent():
-    spec = importlib.util.spec_from_file_location("kernodeck_agent_under_test", AGENT_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("kernodeck.provisioning.agent.kdagent.parsers")

@@ -5,6 +5,7 @@ temporary folder, and its accounts carry the prefix `kdt<pid>y-`, removed after 
 (also when it failed). The machine's own accounts are never touched.
 """
 
+import grp
 import json
 import os
 import pwd
@@ -48,6 +49,8 @@ class AgentHost:
         (self.base / "dev" / "dri").mkdir(parents=True)
         (self.base / "home").mkdir()
         (self.base / "tools").mkdir()
+        (self.base / "tmp").mkdir(mode=0o1777)
+        (self.base / "tmp").chmod(0o1777)
         if vendor == "nvidia":
             for i in range(4):
                 (self.base / "dev" / f"nvidia{i}").write_text(f"gpu {i}\n")
@@ -59,9 +62,17 @@ class AgentHost:
                 "done;; esac\n"
             )
         else:
+            # The kernel numbers render nodes in its own order: GPU i (PCI 0000:0c+i:00.0)
+            # is renderD{131 - i} and card{1 - i}, found through sysfs, not by index.
             for i in range(2):
-                (self.base / "dev" / "dri" / f"renderD{128 + i}").write_text(f"gpu {i}\n")
-                (self.base / "dev" / "dri" / f"renderD{128 + i}").chmod(0o600)
+                drm = self.base / "sys" / "bus" / "pci" / "devices" / f"0000:{12 + i:02x}:00.0"
+                (drm / "drm" / f"renderD{131 - i}").mkdir(parents=True)
+                (drm / "drm" / f"card{1 - i}").mkdir()
+                for name in (f"renderD{131 - i}", f"card{1 - i}"):
+                    (self.base / "dev" / "dri" / name).write_text(f"gpu {i}\n")
+                    (self.base / "dev" / "dri" / name).chmod(0o600)
+            (self.base / "dev" / "kfd").write_text("kfd\n")
+            (self.base / "dev" / "kfd").chmod(0o600)
             smi = self.base / "tools" / "amd-smi"
             smi.write_text(AMD_SMI_STANDIN)
         smi.chmod(0o755)
@@ -73,9 +84,11 @@ class AgentHost:
                     "home_base": str(self.base / "home"),
                     "state_dir": str(self.base / "state"),
                     "prefix": self.prefix,
+                    "gpu_group": self.prefix + "gpu",
                     "tools_path": str(self.base / "tools"),
                     "kill_wait": 5,
                     "service_wait": 3,
+                    "shared_dirs": [str(self.base / "tmp")],
                 }
             )
         )
@@ -103,6 +116,7 @@ class AgentHost:
             _kill_uid(pwd.getpwnam(name).pw_uid)
             subprocess.run(["userdel", name], capture_output=True, check=False)
             subprocess.run(["groupdel", name], capture_output=True, check=False)
+        subprocess.run(["groupdel", self.prefix + "gpu"], capture_output=True, check=False)
         shutil.rmtree(self.base, ignore_errors=True)
 
 
@@ -278,8 +292,16 @@ def test_amd_hosts_get_hip_and_rocr_variables_and_their_render_nodes():
         assert answer["environment"] == {"HIP_VISIBLE_DEVICES": "1", "ROCR_VISIBLE_DEVICES": "1"}
         gid = pwd.getpwnam(answer["account"]).pw_gid
         render = host.base / "dev" / "dri"
-        assert (render / "renderD129").stat().st_gid == gid
-        assert (render / "renderD128").stat().st_gid == 0
+        for name, owner in (("renderD130", gid), ("card0", gid), ("renderD131", 0), ("card1", 0)):
+            assert (render / name).stat().st_gid == owner, name
+        # /dev/kfd, which every ROCm process opens, belongs to the GPU group it joined.
+        shared = grp.getgrnam(host.prefix + "gpu")
+        assert answer["account"] in shared.gr_mem
+        kfd = (host.base / "dev" / "kfd").stat()
+        assert (kfd.st_gid, stat.S_IMODE(kfd.st_mode)) == (shared.gr_gid, 0o660)
+        assert host.run("destroy", {"reference": "KD-AMDA-0001"})["ok"]
+        assert (render / "renderD130").stat().st_gid == 0
+        assert answer["account"] not in grp.getgrnam(host.prefix + "gpu").gr_mem
     finally:
         host.close()
 

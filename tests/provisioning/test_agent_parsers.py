@@ -174,3 +174,27 @@ def test_rocm_smi_cards_bytes_and_driver():
 def test_rocm_smi_refuses_a_list():
     with pytest.raises(ValueError):
         agent.parse_rocm_smi_json("[]")
+
+
+def test_the_zipapp_is_the_same_bytes_every_build_and_holds_only_the_package(tmp_path):
+    import hashlib
+    import subprocess
+    import sys
+    import zipfile
+
+    from kernodeck.provisioning import agent as agent_package
+
+    first = agent_package.zipapp_bytes()
+    agent_package.zipapp_bytes.cache_clear()
+    second = agent_package.zipapp_bytes()
+    assert first == second and first.startswith(b"#!/usr/bin/env python3\n")
+    archive = agent_package.write_zipapp(tmp_path / "agent.pyz")
+    names = zipfile.ZipFile(archive).namelist()
+    assert names[0] == "__main__.py" and "kdagent/commands.py" in names
+    assert all(
+        n == "__main__.py" or (n.startswith("kdagent/") and n.endswith(".py")) for n in names
+    )
+    done = subprocess.run(
+        [sys.executable, str(archive), "version"], capture_output=True, text=True, check=True
+    )
+    assert json.loads(done.stdout)["sha256"] == hashlib.sha256(first).hexdigest()

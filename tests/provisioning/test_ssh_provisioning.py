@@ -30,7 +30,7 @@ from kernodeck.orders.models import RentalState
 from kernodeck.provisioning import driving, node_health, selectors, services
 from kernodeck.provisioning.drivers import driver_for
 from kernodeck.provisioning.drivers.base import DriverError
-from kernodeck.provisioning.drivers.ssh import agent_sha256, fingerprint
+from kernodeck.provisioning.drivers.ssh import AGENT_NAME, agent_sha256, fingerprint
 from kernodeck.provisioning.models import Allocation, Delivery, Node, NodeState
 from tests.factories import PASSWORD, make_offer, make_operator, make_order, make_user
 from tests.sshhosts import ssh_lab  # noqa: F401 (the module-scoped fixture)
@@ -182,7 +182,7 @@ def test_a_paid_order_is_delivered_used_over_ssh_extended_and_ended_with_no_oper
         account,
         key_path,
         f'echo "gpus=$CUDA_VISIBLE_DEVICES"; id -un; '
-        f'for d in {devices}; do if cat "$d" >/dev/null 2>&1; then echo "open $d"; '
+        f'for d in {devices}; do if {host.opener} "$d"; then echo "open $d"; '
         f'else echo "denied $d"; fi; done',
     )
     assert probe.returncode == 0, probe.stderr
@@ -379,7 +379,7 @@ def test_a_new_node_shows_its_fingerprint_until_accepted_and_a_lost_gpu_takes_it
     assert node.state == NodeState.MAINTENANCE
     assert node.host_key_offered == host.host_public_key()
     assert fingerprint(node.host_key_offered) in node.state_reason
-    assert not (host.base / "agent" / "kernodeck_agent.py").exists()  # nothing sent yet
+    assert not (host.base / "agent" / AGENT_NAME).exists()  # nothing sent yet
 
     operator = make_operator()
     node_health.node_host_key_accept(node=node, offered=node.host_key_offered, actor=operator)
@@ -388,7 +388,7 @@ def test_a_new_node_shows_its_fingerprint_until_accepted_and_a_lost_gpu_takes_it
     node.refresh_from_db()
     assert (node.state, node.health["ok"], node.health["gpus_seen"]) == ("available", True, 4)
     assert node.health["backend"] == "cuda"
-    copied = (host.base / "agent" / "kernodeck_agent.py").read_bytes()
+    copied = (host.base / "agent" / AGENT_NAME).read_bytes()
     assert __import__("hashlib").sha256(copied).hexdigest() == agent_sha256()
 
     host.set_gpus(3)
@@ -420,7 +420,7 @@ def test_two_rentals_on_one_node_never_see_each_others_gpus_or_files(lab):
             user,
             key,
             f"echo $CUDA_VISIBLE_DEVICES; echo secret > ~/workspace/mine; "
-            f"for i in 0 1 2 3; do cat {dev}/nvidia$i >/dev/null 2>&1 && echo $i; done; "
+            f"for i in 0 1 2 3; do {host.opener} {dev}/nvidia$i && echo $i; done; "
             f"ls {host.home_base / other} >/dev/null 2>&1 && echo 'sees other' || echo 'walled'",
         ).stdout.split()
 

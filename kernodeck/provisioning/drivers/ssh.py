@@ -21,12 +21,12 @@ import re
 import shlex
 import socket
 from datetime import datetime
-from pathlib import Path
 
 import paramiko
 from django.conf import settings
 from django.db import transaction
 
+from kernodeck.provisioning import agent as agent_package
 from kernodeck.provisioning.drivers.answers import MalformedAnswer, check_answer
 from kernodeck.provisioning.drivers.base import (
     Access,
@@ -39,8 +39,7 @@ from kernodeck.provisioning.drivers.base import (
 
 logger = logging.getLogger(__name__)
 
-AGENT_SOURCE = Path(__file__).resolve().parent.parent / "agent" / "kernodeck_agent.py"
-AGENT_NAME = "kernodeck_agent.py"
+AGENT_NAME = agent_package.ARCHIVE_NAME  # the agent package as one zipapp file
 DEFAULT_AGENT_DIR = "/var/lib/kernodeck"
 MAX_ANSWER_BYTES = 1_000_000
 
@@ -86,7 +85,8 @@ def fingerprint(public_key: str) -> str:
 
 
 def agent_source() -> bytes:
-    return AGENT_SOURCE.read_bytes()
+    """The agent zipapp, built deterministically from the package (same source, same hash)."""
+    return agent_package.zipapp_bytes()
 
 
 def agent_sha256() -> str:

@@ -1,0 +1,284 @@
+"""Tenants of one node, tried as a tenant would on real SSH test hosts (tests/sshhosts.py).
+
+Each host runs its sshd in its own mount, PID, UTS and IPC namespaces with private /tmp,
+/var/tmp and /dev/shm, real character devices for its GPUs, and the agent zipapp the ssh
+driver ships, run as root over SSH with the operator key exactly as the control plane does.
+Tenants log in with their own keys and try what a hostile customer would.
+"""
+
+from __future__ import annotations
+
+import grp
+import json
+import pwd
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernodeck.provisioning.agent import ARCHIVE_NAME, write_zipapp
+from tests.sshhosts import SshLab, ssh_lab_unavailable
+
+pytestmark = pytest.mark.skipif(bool(ssh_lab_unavailable()), reason=str(ssh_lab_unavailable()))
+
+
+@pytest.fixture(scope="module")
+def lab():
+    with SshLab(hosts=1, gpus=4) as lab:
+        yield lab
+
+
+class Node:
+    """One test host with the agent installed, driven as root and logged in to as tenants."""
+
+    def __init__(self, lab):
+        self.lab, self.host = lab, lab.hosts[0]
+        lab.reset()
+        write_zipapp(f"{self.host.agent_dir}/{ARCHIVE_NAME}")
+        self.keys = {}
+
+    def agent(self, command, request):
+        done = subprocess.run(
+            [
+                *self.host.ssh_argv("root", self.lab.operator_key_path),
+                f"python3 {self.host.agent_dir}/{ARCHIVE_NAME} {command}",
+            ],
+            input=json.dumps(request),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.stdout.strip(), done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    def rent(self, reference, gpus):
+        name = reference.lower()
+        if name not in self.keys:
+            self.keys[name] = self.lab.make_key(name)
+        answer = self.agent(
+            "create",
+            {
+                "reference": reference,
+                "backend": "cuda",
+                "gpus": gpus,
+                "keys": [self.keys[name][1]],
+            },
+        )
+        assert answer["ok"], answer
+        return answer["account"]
+
+    def end(self, reference, retention_hours=0):
+        return self.agent("destroy", {"reference": reference, "retention_hours": retention_hours})
+
+    def as_tenant(self, reference, command):
+        key = self.keys[reference.lower()][0]
+        account = self.lab.account_prefix + reference.lower().replace("kd-", "").replace("-", "")
+        return subprocess.run(
+            [*self.host.ssh_argv(account, key), command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def as_root(self, command):
+        return subprocess.run(
+            [*self.host.ssh_argv("root", self.lab.operator_key_path), command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+
+@pytest.fixture
+def node(lab):
+    return Node(lab)
+
+
+def test_a_tenant_linking_its_ssh_folder_elsewhere_never_makes_root_remove_those_keys(node):
+    host = node.host
+    root_keys = (host.root_ssh_dir / "authorized_keys").read_text()
+    node.rent("KD-AAAA-0001", [0])
+    other = node.rent("KD-BBBB-0002", [1])
+    node.rent("KD-CCCC-0003", [2])
+    node.rent("KD-DDDD-0004", [3])
+    other_ssh = host.home_base / other / ".ssh"
+    other_keys = (other_ssh / "authorized_keys").read_text()
+    (host.home_base / other / "workspace" / "results.txt").write_text("mine\n")
+    # A points its .ssh at the other rental's, C at root's; D its workspace at the other's.
+    for reference, target, name in (
+        ("KD-AAAA-0001", other_ssh, ".ssh"),
+        ("KD-CCCC-0003", host.root_ssh_dir, ".ssh"),
+        ("KD-DDDD-0004", host.home_base / other / "workspace", "workspace"),
+    ):
+        done = node.as_tenant(reference, f"mv ~/{name} ~/{name}.old && ln -s {target} ~/{name}")
+        assert done.returncode == 0, done.stderr
+
+    for reference in ("KD-AAAA-0001", "KD-CCCC-0003"):
+        ended = node.end(reference)
+        assert not ended["ok"] and "refusing to follow" in ended["error"], ended
+        assert "symbolic link" in ended["error"]
+        assert node.as_tenant(reference, "true").returncode == 255  # locked all the same
+    assert node.end("KD-DDDD-0004")["ok"]
+    assert node.agent("inventory", {})["ok"]  # the sweep wipes the ended homes
+
+    assert (host.root_ssh_dir / "authorized_keys").read_text() == root_keys
+    assert node.as_root("true").returncode == 0
+    assert (other_ssh / "authorized_keys").read_text() == other_keys
+    assert node.as_tenant("KD-BBBB-0002", "cat workspace/results.txt").stdout == "mine\n"
+    assert sorted(p.name for p in host.home_base.iterdir()) == [other]
+
+
+def test_a_departed_tenants_files_and_processes_never_pass_to_the_next_rental(node):
+    first = node.rent("KD-EEEE-0005", [0])
+    planted = node.as_tenant(
+        "KD-EEEE-0005",
+        "umask 077; for d in /tmp /var/tmp /dev/shm; do echo secret > $d/left.txt; done; "
+        "mkdir /tmp/cache && echo secret > /tmp/cache/deep.txt; ipcmk -M 4096 >/dev/null; "
+        "setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo started",
+    )
+    assert planted.stdout.strip() == "started", planted.stderr
+    first_uid = pwd.getpwnam(first).pw_uid
+    assert str(first_uid) in node.as_root("cat /proc/sysvipc/shm").stdout
+
+    assert node.end("KD-EEEE-0005")["ok"]
+    second = node.rent("KD-FFFF-0006", [1])  # the sweep wipes the first account meanwhile
+
+    with pytest.raises(KeyError):
+        pwd.getpwnam(first)
+    assert pwd.getpwnam(second).pw_uid != first_uid
+    left = ("/tmp/left.txt", "/var/tmp/left.txt", "/dev/shm/left.txt", "/tmp/cache")  # noqa: S108
+    for path in left:
+        assert not node.host.node_path(path).exists(), path
+    read = node.as_tenant("KD-FFFF-0006", "cat /tmp/left.txt /dev/shm/left.txt /tmp/cache/*")
+    assert read.returncode != 0 and "secret" not in read.stdout
+    shm = node.as_root("cat /proc/sysvipc/shm").stdout.splitlines()[1:]
+    assert not [row for row in shm if str(first_uid) in row.split()]
+    assert node.as_root(f"ps -o pid= -u {first_uid} || true").stdout.strip() == ""
+
+
+def test_a_rental_opens_its_gpu_and_the_shared_cuda_devices_but_never_anothers_gpu(node):
+    dev = node.host.device_root / "dev"
+    node.rent("KD-GGGG-0007", [0, 1])
+    node.rent("KD-HHHH-0008", [2])
+    names = ["nvidia0", "nvidia1", "nvidia2", "nvidia3"]
+    names += ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"]
+
+    def opens(reference):
+        probe = "; ".join(
+            f"{node.host.opener} {dev / name} && echo {name}:open || echo {name}:denied"
+            for name in names
+        )
+        done = node.as_tenant(reference, probe)
+        assert done.returncode == 0, done.stderr
+        return dict(line.split(":") for line in done.stdout.split())
+
+    shared = {"nvidiactl": "open", "nvidia-uvm": "open", "nvidia-uvm-tools": "open"}
+    shared["nvidia-modeset"] = "open"
+    assert opens("KD-GGGG-0007") == {
+        "nvidia0": "open",
+        "nvidia1": "open",
+        "nvidia2": "denied",
+        "nvidia3": "denied",
+        **shared,
+    }
+    assert opens("KD-HHHH-0008") == {
+        "nvidia0": "denied",
+        "nvidia1": "denied",
+        "nvidia2": "open",
+        "nvidia3": "denied",
+        **shared,
+    }
+    # An ended rental leaves the GPU group: the shared devices are closed to it again.
+    ended = node.lab.account_prefix + "gggg0007"
+    assert node.end("KD-GGGG-0007", retention_hours=1)["ok"]
+    assert ended not in grp.getgrnam(node.lab.gpu_group).gr_mem
+
+
+# Stands in for JupyterLab in the rental's venv (the default recipe then installs nothing):
+# takes the token from the --config file the agent wrote (or its command line), as JupyterLab
+# does, and answers 200 with it, 403 without.
+JUPYTER_STANDIN = """#!/usr/bin/python3
+import http.server, json, sys, urllib.parse
+args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+token = args.get("IdentityProvider.token")  # a token on the command line, as before
+token = token or json.load(open(args["config"]))["IdentityProvider"]["token"]
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        self.send_response(200 if query.get("token") == [token] else 403)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(args["port"])), Handler).serve_forever()
+"""
+
+FETCH = (
+    "python3 -c 'import sys, urllib.request, urllib.error\n"
+    "try: print(urllib.request.urlopen(sys.argv[1]).status)\n"
+    "except urllib.error.HTTPError as e: print(e.code)' "
+)
+
+
+def test_the_notebook_token_is_never_on_a_command_line_nor_readable_by_another_tenant(node):
+    owner = node.rent("KD-JJJJ-0009", [0])
+    node.rent("KD-KKKK-0010", [1])
+    venv = node.host.home_base / owner / "workspace" / "venv" / "bin"
+    installed = node.as_tenant(
+        "KD-JJJJ-0009",
+        f"mkdir -p {venv} && ln -s /usr/bin/python3 {venv}/python",
+    )
+    assert installed.returncode == 0, installed.stderr
+    installed = subprocess.run(
+        [*node.host.ssh_argv(owner, node.keys["kd-jjjj-0009"][0]), f"cat > {venv}/jupyter-lab"],
+        input=JUPYTER_STANDIN,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert installed.returncode == 0, installed.stderr
+    assert node.as_tenant("KD-JJJJ-0009", f"chmod 755 {venv}/jupyter-lab").returncode == 0
+    prepared = node.agent("prepare", {"reference": "KD-JJJJ-0009", "preparation": "notebook"})
+    assert prepared["ok"], prepared
+    token, port = prepared["token"], prepared["port"]
+
+    seen = node.as_tenant("KD-KKKK-0010", "ps -eo user,args")
+    assert "jupyter-lab" in seen.stdout  # the other tenant does see the process...
+    assert token not in seen.stdout  # ...but never its token
+    url = f"http://127.0.0.1:{port}/lab"
+    assert node.as_tenant("KD-KKKK-0010", FETCH + url).stdout.strip() == "403"
+    secrets = node.host.home_base / owner / ".kernodeck" / "secrets"
+    stolen = node.as_tenant("KD-KKKK-0010", f"cat {secrets}/notebook.token {secrets}/*.json")
+    assert stolen.returncode != 0 and token not in stolen.stdout
+    assert node.as_tenant("KD-JJJJ-0009", f"{FETCH}'{url}?token={token}'").stdout.strip() == "200"
+    assert node.as_tenant("KD-JJJJ-0009", f"cat {secrets}/notebook.token").stdout == token
+
+
+def test_each_rental_runs_in_its_own_cgroup_with_shares_from_its_gpus(node):
+    small = node.rent("KD-MMMM-0011", [0])
+    large = node.rent("KD-NNNN-0012", [1, 2])
+    states = {
+        account: json.loads((node.host.state_dir / "rentals" / f"{account}.json").read_text())
+        for account in (small, large)
+    }
+    controllers = Path("/sys/fs/cgroup/cgroup.controllers")
+    usable = controllers.exists() and {"cpu", "memory"} <= set(controllers.read_text().split())
+    if not usable:
+        # The rentals work all the same and their state says why they have no limits.
+        assert all("cgroup" in s["cgroup"]["reason"] for s in states.values()), states
+        pytest.skip(
+            f"cgroup v2 with cpu and memory is not writable here: {states[small]['cgroup']}"
+        )
+    folders = {a: Path(s["cgroup"]["path"]) for a, s in states.items()}
+    assert (folders[small] / "cpu.weight").read_text().strip() == "100"
+    assert (folders[large] / "cpu.weight").read_text().strip() == "200"
+    memory = {a: int((f / "memory.max").read_text()) for a, f in folders.items()}
+    assert memory[large] == pytest.approx(2 * memory[small], rel=0.01)
+    recipe = "cat /proc/self/cgroup > ~/workspace/cgroup"
+    ran = node.agent(
+        "prepare", {"reference": "KD-MMMM-0011", "preparation": "python", "recipe": recipe}
+    )
+    assert ran["ok"], ran
+    inside = (node.host.home_base / small / "workspace" / "cgroup").read_text()
+    assert inside.strip().endswith(f"/kernodeck/{small}")
+    assert node.end("KD-MMMM-0011", retention_hours=1)["ok"]
+    assert not folders[small].exists() and folders[large].exists()
