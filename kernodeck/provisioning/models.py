@@ -330,3 +330,33 @@ class Alert(models.Model):
 
     def __str__(self):
         return f"{self.kind}: {self.key}"
+
+
+class StepLease(models.Model):
+    """A driver step in flight: who runs it, since when, until when the lease holds.
+
+    Taken when a worker starts a rental's step and dropped when it ends; a worker that dies
+    leaves its lease to expire, and the sweep (`driving.steps_expired_sweep`) runs the step
+    again — the agent answers from its own state, so a node that had finished says so.
+    """
+
+    order = models.OneToOneField(
+        Order, on_delete=models.CASCADE, related_name="+", verbose_name=_("order")
+    )
+    step = models.CharField(max_length=16, verbose_name=_("step"))
+    holder = models.CharField(max_length=200, verbose_name=_("held by"))
+    since = models.DateTimeField(verbose_name=_("since"))
+    until = models.DateTimeField(verbose_name=_("until"))
+
+    class Meta:
+        verbose_name = _("step lease")
+        verbose_name_plural = _("step leases")
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(until__gt=models.F("since")),
+                name="provisioning_steplease_until_after_since",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.step} of {self.order_id} by {self.holder}"

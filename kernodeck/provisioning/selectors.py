@@ -91,6 +91,34 @@ def rental_spec(*, order: Order, include_released: bool = False, node_ids=None) 
     )
 
 
+def node_live_orders(node: Node) -> list[Order]:
+    """The rentals holding live slots on the node (what must exist there), oldest first."""
+    ids = (
+        Allocation.objects.filter(slot__node=node, released_at__isnull=True)
+        .values_list("order_id", flat=True)
+        .distinct()
+    )
+    return list(Order.objects.filter(pk__in=list(ids)).order_by("pk"))
+
+
+def nodes_to_reconcile() -> list[int]:
+    """Automated nodes with an accepted host key, not retired."""
+    return list(
+        Node.objects.exclude(driver=DriverCode.MANUAL)
+        .exclude(state="retired")
+        .exclude(host_key="")
+        .order_by("name")
+        .values_list("pk", flat=True)
+    )
+
+
+def step_in_flight(order: Order):
+    """The lease of the rental's step in flight (holder, since, until), or None."""
+    from kernodeck.provisioning.models import StepLease
+
+    return StepLease.objects.filter(order=order, until__gt=clock.now()).first()
+
+
 def release_pending_nodes(order) -> list[int]:
     """The nodes that still have to confirm this rental's release, by name."""
     rows = (

@@ -30,6 +30,7 @@ from kernodeck.provisioning.models import (
     GpuSlot,
     Node,
     NodeState,
+    StepLease,
 )
 
 HOST_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.\-:]{0,251}[A-Za-z0-9])?")
@@ -246,6 +247,18 @@ def _enqueue(task_name: str, *args):
     from kernodeck.provisioning import tasks
 
     transaction.on_commit(lambda: getattr(tasks, task_name)(*args))
+
+
+def _enqueue_reconcile(order: Order) -> None:
+    """After commit, reconcile each automated node the rental holds slots on."""
+    node_ids = list(
+        Allocation.objects.filter(order=order, released_at__isnull=True)
+        .exclude(slot__node__driver=DriverCode.MANUAL)
+        .values_list("slot__node_id", flat=True)
+        .distinct()
+    )
+    for node_id in node_ids:
+        _enqueue("node_reconcile_task", node_id)
 
 
 def _enqueue_allocate_waiting():
@@ -596,7 +609,9 @@ def rental_suspend(*, order, reason: str, actor) -> Order:
         order = _lock_order(order)
         if order.rental_state == RentalState.SUSPENDED:
             return order
-        return _move(order, to=RentalState.SUSPENDED, actor=actor, reason=reason)
+        order = _move(order, to=RentalState.SUSPENDED, actor=actor, reason=reason)
+        _enqueue_reconcile(order)
+        return order
 
 
 def rental_resume(*, order, reason: str, actor) -> Order:
@@ -608,7 +623,9 @@ def rental_resume(*, order, reason: str, actor) -> Order:
             return order
         if order.rental_state != RentalState.SUSPENDED:
             _refuse(order, RentalState.ACTIVE)
-        return _move(order, to=RentalState.ACTIVE, actor=actor, reason=reason)
+        order = _move(order, to=RentalState.ACTIVE, actor=actor, reason=reason)
+        _enqueue_reconcile(order)
+        return order
 
 
 def rental_end(*, order, reason: str, actor) -> Order:
@@ -898,3 +915,84 @@ def releases_overdue_alert() -> int:
                     },
                 )
     return raised
+
+
+# -- step leases: no step lost to a dead worker ---------------------------------------------
+
+
+def step_holder() -> str:
+    """Who runs a step: host, process and thread, for the desk."""
+    import os
+    import socket
+    import threading
+
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"[:200]
+
+
+def step_lease_take(*, order_id: int, step: str, seconds: int, holder: str) -> bool:
+    """Take (or renew) the lease on a rental's step; False while another live holder has it."""
+    now = clock.now()
+    with transaction.atomic():
+        _lock_order(order_id)
+        lease = StepLease.objects.select_for_update().filter(order_id=order_id).first()
+        if lease is not None and lease.until > now and lease.holder != holder:
+            return False
+        until = now + timedelta(seconds=max(1, seconds))
+        if lease is None:
+            StepLease.objects.create(
+                order_id=order_id, step=step, holder=holder, since=now, until=until
+            )
+        else:
+            taken_over = lease.holder != holder
+            lease.step, lease.holder, lease.since, lease.until = step, holder, now, until
+            lease.save(update_fields=["step", "holder", "since", "until"])
+            if taken_over:
+                audit_record(
+                    action="provisioning.step_lease_expired",
+                    target_type="orders.order",
+                    target_id=str(order_id),
+                    data={"step": step, "holder": holder},
+                )
+    return True
+
+
+def step_lease_drop(*, order_id: int, holder: str) -> None:
+    StepLease.objects.filter(order_id=order_id, holder=holder).delete()
+
+
+def rentals_with_lost_steps() -> list[int]:
+    """Automated rentals in `preparing` whose step nobody holds: a lease that expired, or
+    none at all for longer than a lease lasts (a worker that died before taking it)."""
+    now = clock.now()
+    stale = now - timedelta(seconds=step_lease_seconds(nodes=1))
+    preparing = (
+        Order.objects.filter(rental_state=RentalState.PREPARING)
+        .filter(Exists(Allocation.objects.filter(order=OuterRef("pk"), released_at=None)))
+        .exclude(
+            Exists(
+                Allocation.objects.filter(
+                    order=OuterRef("pk"), released_at=None, slot__node__driver=DriverCode.MANUAL
+                )
+            )
+        )
+    )
+    expired = preparing.filter(
+        Exists(StepLease.objects.filter(order=OuterRef("pk"), until__lte=now))
+    )
+    never = preparing.exclude(Exists(StepLease.objects.filter(order=OuterRef("pk")))).filter(
+        rental_state_changed_at__lte=stale
+    )
+    lost = set(expired.values_list("pk", flat=True)) | set(never.values_list("pk", flat=True))
+    return sorted(lost)
+
+
+def step_lease_seconds(*, nodes: int) -> int:
+    """How long a prepare step may hold its lease: create, prepare and deliver per node."""
+    from django.conf import settings
+
+    per_node = (
+        settings.KERNODECK_SSH_PREPARE_TIMEOUT * 2
+        + settings.KERNODECK_SSH_COMMAND_TIMEOUT * 2
+        + settings.KERNODECK_SSH_CONNECT_TIMEOUT * 3
+    )
+    return per_node * max(1, nodes) + 60

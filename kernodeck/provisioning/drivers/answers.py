@@ -166,6 +166,31 @@ def check_answer(node: str, command: str, answer: Any, *, reference: str | None 
             status=check.text("status", limit=20, choices={"ended", "wiped", "unknown"}),
             wipe_after=check.text("wipe_after", limit=64, required=False),
         )
+    elif command == "suspend":
+        out.update(
+            account=check.account(reference),
+            suspended=check.boolean("suspended"),
+            changed=check.boolean("changed"),
+            processes=check.integer("processes", high=1_000_000),
+        )
+    elif command == "resume":
+        out.update(
+            account=check.account(reference),
+            suspended=check.boolean("suspended"),
+            changed=check.boolean("changed"),
+        )
+    elif command == "keys":
+        out.update(
+            account=check.account(reference),
+            changed=check.boolean("changed"),
+            keys=check.integer("keys", high=1000),
+            suspended=check.boolean("suspended"),
+        )
+    elif command == "status_all":
+        rentals = answer.get("rentals")
+        if not isinstance(rentals, list) or len(rentals) > 10_000:
+            check.fail("rentals is not a list")
+        out["rentals"] = [_rental(node, item) for item in rentals]
     elif command == "inventory":
         out.update(_inventory(check))
     else:
@@ -213,4 +238,21 @@ def _inventory(check: _Checker) -> dict:
         "driver_version": check.text("driver_version", limit=64, required=False),
         "disk": {"free_bytes": free},
         "rentals": rentals,
+    }
+
+
+def _rental(node: str, item: Any) -> dict:
+    """One entry of `status_all`: checked like a `status` answer of its own reference."""
+    check = _Checker(node, "status_all", item)
+    reference = check.text("reference", limit=16)
+    return {
+        "reference": reference,
+        "account": check.account(reference),
+        "status": check.text("status", limit=20, choices={"active", "ended", "wiped"}),
+        "suspended": check.boolean("suspended"),
+        "gpus": check.gpus(),
+        "until": check.text("until", limit=64, required=False),
+        "keys_sha256": check.text("keys_sha256", limit=64, required=False) or "",
+        "locked": check.boolean("locked"),
+        "processes": check.integer("processes", high=1_000_000),
     }

@@ -398,6 +398,41 @@ class SshDriver:
             details.append(f"{node.name}: {answer['status']}")
         return StepResult(done=True, detail="; ".join(details))
 
+    # -- what the reconcile uses (driving.node_reconcile) -----------------------------------
+
+    def node_status(self, node: NodeRef) -> list[dict]:
+        """Every rental the node's agent knows, checked (`status_all`)."""
+        return self._call(node, "status_all", {})["rentals"]
+
+    def suspend(self, rental: RentalSpec) -> StepResult:
+        """Locks the account, stops its processes, takes its devices back; on each node."""
+        details = []
+        for allocation in rental.allocation:
+            answer = self._call(allocation.node, "suspend", {"reference": rental.reference})
+            details.append(f"{allocation.node.name}: suspended, {answer['processes']} processes")
+        return StepResult(done=True, detail="; ".join(details))
+
+    def resume(self, rental: RentalSpec) -> StepResult:
+        for allocation in rental.allocation:
+            self._call(
+                allocation.node,
+                "resume",
+                {"reference": rental.reference, "keys": list(rental.ssh_public_keys)},
+            )
+        return StepResult(done=True, detail="Resumed on the nodes.")
+
+    def keys(self, rental: RentalSpec) -> StepResult:
+        """Replaces the account's authorized keys with the rental's keys, on each node."""
+        details = []
+        for allocation in rental.allocation:
+            answer = self._call(
+                allocation.node,
+                "keys",
+                {"reference": rental.reference, "keys": list(rental.ssh_public_keys)},
+            )
+            details.append(f"{allocation.node.name}: {answer['keys']} keys")
+        return StepResult(done=True, detail="; ".join(details))
+
     def inspect(self, node: NodeRef) -> NodeHealth:
         """Inventory of the node; unreachable, a host key problem or a GPU mismatch is not ok."""
         try:
