@@ -4,15 +4,15 @@ Writers for automated (ssh) nodes, on top of `services.node_health_record`, whic
 report. An unhealthy report (unreachable, a changed or not yet accepted host key, a GPU count
 that no longer matches the slots) takes an available node out of allocation (`maintenance`,
 with the reason); rentals running there are flagged in their `rental_reason`, never ended.
-A changed host key also alerts the operators. Nothing here talks to a node: drivers run
-before, outside any transaction.
+A changed host key, and maintenance with live rentals, are alerts (`provisioning.alerts`:
+e-mailed to ADMINS, on top of the desk until acknowledged). Nothing here talks to a node:
+drivers run before, outside any transaction.
 """
 
 import logging
 import re
 
 from django.conf import settings
-from django.core.mail import mail_admins
 from django.db import transaction
 from django.utils.translation import gettext as _
 
@@ -21,9 +21,9 @@ from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.models import AuditEvent
 from kernodeck.core.services import audit_record
 from kernodeck.orders.models import Order, RentalState
-from kernodeck.provisioning import locks
+from kernodeck.provisioning import alerts, locks
 from kernodeck.provisioning.drivers.base import DriverError, NodeHealth
-from kernodeck.provisioning.models import DriverCode, Node, NodeState
+from kernodeck.provisioning.models import AlertKind, DriverCode, Node, NodeState
 
 logger = logging.getLogger(__name__)
 
@@ -77,13 +77,6 @@ def _flag_running_rentals(node: Node, reason: str) -> int:
     return flagged
 
 
-def _alert(node: Node, subject: str, message: str) -> None:
-    logger.error("node %s: %s", node.name, message)
-    transaction.on_commit(
-        lambda: mail_admins(f"{node.name}: {subject}", message, fail_silently=True)
-    )
-
-
 def node_health_consequences(*, node: Node, health: NodeHealth) -> Node:
     """Apply an inspect() report of an automated node: pin bookkeeping, maintenance, alert.
 
@@ -108,7 +101,20 @@ def node_health_consequences(*, node: Node, health: NodeHealth) -> Node:
                 before={"host_key": node.host_key},
                 after={"offered": offered},
             )
-            _alert(node, "SSH host key changed", reason)
+            alerts.alert_raise(
+                kind=AlertKind.HOST_KEY_CHANGED,
+                key=f"host_key_changed:{node.name}",
+                node=node,
+                message=reason,
+                action=str(
+                    _(
+                        "Nothing is sent to the node meanwhile. Check the machine through its "
+                        "console or provider (reinstalled? replaced?); compare the offered "
+                        "fingerprint with ssh-keygen -lf on the machine, then accept the new "
+                        "key on the node's page."
+                    )
+                ),
+            )
         if node.state in {NodeState.AVAILABLE, NodeState.DRAINING} or (
             node.state == NodeState.MAINTENANCE and node.state_reason != reason
         ):
@@ -124,6 +130,29 @@ def node_health_consequences(*, node: Node, health: NodeHealth) -> Node:
                 data={"reason": reason, "automatic": True},
             )
             _flag_running_rentals(node, reason)
+            live = (
+                Order.objects.filter(
+                    allocations__slot__node=node, allocations__released_at__isnull=True
+                )
+                .distinct()
+                .count()
+            )
+            if live:
+                alerts.alert_raise(
+                    kind=AlertKind.NODE_MAINTENANCE_LIVE,
+                    key=f"node_maintenance_live:{node.name}",
+                    node=node,
+                    message=str(
+                        _("%(node)s went to maintenance with %(count)d live rentals: %(reason)s")
+                        % {"node": node.name, "count": live, "reason": reason}
+                    ),
+                    action=str(
+                        _(
+                            "Mend the node and put it back in service, or end, refund or "
+                            "retry its rentals on other slots from the desk."
+                        )
+                    ),
+                )
     return node
 
 
@@ -176,6 +205,7 @@ def node_host_key_accept(*, node: Node, offered: str, actor) -> Node:
         before = node.host_key
         node.host_key, node.host_key_offered = node.host_key_offered, ""
         node.save(update_fields=["host_key", "host_key_offered"])
+        alerts.alert_resolve(key=f"host_key_changed:{node.name}")
         audit_record(
             action="provisioning.node_host_key_accepted",
             target=node,

@@ -126,6 +126,8 @@ def node_state_set(*, node: Node, state: str, reason: str, actor) -> Node:
         before = node.state
         node.state, node.state_reason = state, reason
         node.save(update_fields=["state", "state_reason"])
+        if state == NodeState.AVAILABLE:
+            alerts.alert_resolve(key=f"node_maintenance_live:{node.name}")
         catalog_services.catalog_changed()
         audit_record(
             action="provisioning.node_state_changed",
@@ -511,12 +513,16 @@ def rental_fail(*, order, reason: str, actor, detail: str = "") -> Order:
     (a driver's words: node names, fingerprints, the agent's error), kept in the audit row
     for the desk and never shown to the customer.
     """
+    from django.conf import settings
+
+    from kernodeck.provisioning import node_health
+
     reason = _reason_required(reason)
     with transaction.atomic():
         order = _lock_order(order)
         if order.rental_state == RentalState.PROVISIONING_FAILED:
             return order
-        return _move(
+        order = _move(
             order,
             to=RentalState.PROVISIONING_FAILED,
             actor=actor,
@@ -524,6 +530,20 @@ def rental_fail(*, order, reason: str, actor, detail: str = "") -> Order:
             data={"detail": str(detail)[:1000]} if detail else None,
             notice="rental_failed",
         )
+        attempts = node_health.rental_failed_attempts(order)
+        if attempts >= settings.KERNODECK_PROVISIONING_MAX_ATTEMPTS:
+            alerts.alert_raise(
+                kind=AlertKind.STEP_FAILED,
+                key=f"step_failed:{order.reference}",
+                order=order,
+                message=_("Preparing %(reference)s failed %(count)d times.")
+                % {"reference": order.reference, "count": attempts},
+                action=_(
+                    "Read its step log on the desk; refund it to the customer's balance "
+                    "rather than retry again, or mend the node first."
+                ),
+            )
+        return order
 
 
 # What a customer reads when a driver step failed: what it means for them, nothing else.

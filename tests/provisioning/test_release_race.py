@@ -123,3 +123,41 @@ def test_alerts_are_posted_to_the_webhook_signed_with_the_secret(settings):
         node.name,
         "Prepare failed 3 times.",
     )
+
+
+@pytest.mark.postgres
+def test_workers_racing_for_a_step_lease_give_it_to_exactly_one(fake):
+    if connection.vendor != "postgresql":
+        pytest.skip(
+            "race tests need PostgreSQL: set KERNODECK_DATABASE_URL=postgres://… "
+            "(SQLite serialises writers, so there is no race to test)"
+        )
+    from kernodeck.provisioning.models import StepLease
+
+    _offer, _node, order = ended_with_release_pending()
+    racers = 6
+    start = threading.Barrier(racers)
+    taken, errors = [], []
+
+    def take(n):
+        try:
+            start.wait()
+            got = services.step_lease_take(
+                order_id=order.pk, step="prepare", seconds=600, holder=f"worker-{n}"
+            )
+            taken.append((n, got))
+        except Exception as error:
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=take, args=(n,)) for n in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert errors == []
+    winners = [n for n, got in taken if got]
+    assert len(winners) == 1
+    assert StepLease.objects.get(order=order).holder == f"worker-{winners[0]}"
