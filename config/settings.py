@@ -259,6 +259,27 @@ KERNODECK_SSH_CONNECT_TIMEOUT = int(os.environ.get("KERNODECK_SSH_CONNECT_TIMEOU
 KERNODECK_SSH_COMMAND_TIMEOUT = int(os.environ.get("KERNODECK_SSH_COMMAND_TIMEOUT", 120))
 KERNODECK_SSH_PREPARE_TIMEOUT = int(os.environ.get("KERNODECK_SSH_PREPARE_TIMEOUT", 1800))
 KERNODECK_PROVISIONING_MAX_ATTEMPTS = int(os.environ.get("KERNODECK_PROVISIONING_MAX_ATTEMPTS", 3))
+# A release (end, refund) a node has not confirmed after this many minutes is an alert, and
+# its node takes no new rental until it is confirmed.
+KERNODECK_RELEASE_OVERDUE_MINUTES = int(os.environ.get("KERNODECK_RELEASE_OVERDUE_MINUTES", 10))
+
+
+def parse_admins(text: str) -> list[tuple[str, str]]:
+    """`KERNODECK_ADMINS`: "Name <addr>, Other <addr2>" (or bare addresses) -> ADMINS."""
+    from email.utils import getaddresses
+
+    pairs = []
+    for name, address in getaddresses([text or ""]):
+        if "@" in address:
+            pairs.append((name or address, address))
+    return pairs
+
+
+ADMINS = parse_admins(os.environ.get("KERNODECK_ADMINS", ""))
+# Alerts may also be posted to a chat or paging tool, signed with HMAC-SHA256 of the body
+# (header X-Kernodeck-Signature: sha256=<hex>).
+KERNODECK_ALERT_WEBHOOK_URL = os.environ.get("KERNODECK_ALERT_WEBHOOK_URL", "")
+KERNODECK_ALERT_WEBHOOK_SECRET = os.environ.get("KERNODECK_ALERT_WEBHOOK_SECRET", "")
 
 # Payments: exchange rates, watch-only wallets, instructions.
 KERNODECK_RATE_MAX_AGE = int(os.environ.get("KERNODECK_RATE_MAX_AGE", 300))

@@ -52,6 +52,16 @@ def access_out(access) -> dict | None:
         "port": access.port,
         "user": access.user,
         "ssh_command": access.ssh_command,
+        "nodes": [
+            {
+                "host": node.host,
+                "port": node.port,
+                "user": node.user,
+                "gpus": list(node.gpus),
+                "ssh_command": node.ssh_command,
+            }
+            for node in access.nodes
+        ],
         "url": access.url or None,
         "token": access.token or None,
     }

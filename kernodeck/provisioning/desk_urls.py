@@ -11,6 +11,7 @@ urlpatterns = [
     path("rentals/<str:reference>/deliver/", views.rental_deliver, name="deliver"),
     path("rentals/<str:reference>/access/", views.rental_access, name="access"),
     path("rentals/<str:reference>/<str:action>/", views.rental_action, name="action"),
+    path("alerts/<int:alert_id>/acknowledge/", views.alert_acknowledge, name="alert_ack"),
     path("fleet/", views.fleet, name="fleet"),
     path("fleet/<str:name>/state/", views.node_state, name="node_state"),
 ]

@@ -173,6 +173,15 @@ class Allocation(models.Model):
     )
     allocated_at = models.DateTimeField(verbose_name=_("allocated at"))
     released_at = models.DateTimeField(null=True, blank=True, verbose_name=_("released at"))
+    # On an automated node the slot stays held after the end until the node confirms the
+    # release: `release_requested_at` is set at the end, `released_at` once confirmed.
+    release_requested_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("release requested at")
+    )
+    release_attempts = models.PositiveIntegerField(default=0, verbose_name=_("release attempts"))
+    release_error = models.CharField(
+        max_length=300, blank=True, verbose_name=_("last release error")
+    )
 
     class Meta:
         verbose_name = _("allocation")
@@ -184,8 +193,22 @@ class Allocation(models.Model):
                 condition=models.Q(released_at__isnull=True),
                 name="provisioning_allocation_one_live_rental_per_slot",
             ),
+            # A release is confirmed only after it was asked for, never before.
+            models.CheckConstraint(
+                condition=models.Q(release_requested_at__isnull=True)
+                | models.Q(released_at__isnull=True)
+                | models.Q(released_at__gte=models.F("release_requested_at")),
+                name="provisioning_allocation_release_after_request",
+            ),
         ]
-        indexes = [models.Index(fields=["order", "released_at"])]
+        indexes = [
+            models.Index(fields=["order", "released_at"]),
+            models.Index(
+                fields=["release_requested_at"],
+                condition=models.Q(release_requested_at__isnull=False, released_at__isnull=True),
+                name="provisioning_alloc_pending_idx",
+            ),
+        ]
 
     def __str__(self):
         return f"{self.order.reference} → {self.slot}"
@@ -238,3 +261,102 @@ class Delivery(models.Model):
 
     def __str__(self):
         return f"{self.order.reference} @ {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class AlertKind(models.TextChoices):
+    RELEASE_OVERDUE = "release_overdue", _("Release overdue")
+    HOST_KEY_CHANGED = "host_key_changed", _("Host key changed")
+    NODE_MAINTENANCE_LIVE = "node_maintenance_live", _("Node in maintenance with live rentals")
+    STEP_FAILED = "step_failed", _("Step failed repeatedly")
+
+
+class Alert(models.Model):
+    """Something an operator must look at, listed on top of the desk until acknowledged
+    (or until what caused it is mended: `resolved_at`).
+
+    `key` names the cause ("release_overdue:KD-…:node"); at most one open alert per key,
+    so a periodic check that sees the same cause again does not raise it twice.
+    """
+
+    kind = models.CharField(max_length=32, choices=AlertKind.choices, verbose_name=_("kind"))
+    key = models.CharField(max_length=200, verbose_name=_("key"))
+    node = models.ForeignKey(
+        Node,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="alerts",
+        verbose_name=_("node"),
+    )
+    order = models.ForeignKey(
+        Order,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        verbose_name=_("order"),
+    )
+    message = models.CharField(max_length=500, verbose_name=_("message"))
+    action = models.CharField(max_length=500, verbose_name=_("what to do"))
+    created_at = models.DateTimeField(verbose_name=_("raised at"))
+    resolved_at = models.DateTimeField(null=True, blank=True, verbose_name=_("resolved at"))
+    acknowledged_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("acknowledged at")
+    )
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        verbose_name=_("acknowledged by"),
+    )
+
+    class Meta:
+        verbose_name = _("alert")
+        verbose_name_plural = _("alerts")
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["key"],
+                condition=models.Q(resolved_at__isnull=True),
+                name="provisioning_alert_one_open_per_key",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(kind__in=AlertKind.values),
+                name="provisioning_alert_kind_valid",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.kind}: {self.key}"
+
+
+class StepLease(models.Model):
+    """A driver step in flight: who runs it, since when, until when the lease holds.
+
+    Taken when a worker starts a rental's step and dropped when it ends; a worker that dies
+    leaves its lease to expire, and the sweep (`driving.steps_expired_sweep`) runs the step
+    again — the agent answers from its own state, so a node that had finished says so.
+    """
+
+    order = models.OneToOneField(
+        Order, on_delete=models.CASCADE, related_name="+", verbose_name=_("order")
+    )
+    step = models.CharField(max_length=16, verbose_name=_("step"))
+    holder = models.CharField(max_length=200, verbose_name=_("held by"))
+    since = models.DateTimeField(verbose_name=_("since"))
+    until = models.DateTimeField(verbose_name=_("until"))
+
+    class Meta:
+        verbose_name = _("step lease")
+        verbose_name_plural = _("step leases")
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(until__gt=models.F("since")),
+                name="provisioning_steplease_until_after_since",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.step} of {self.order_id} by {self.holder}"

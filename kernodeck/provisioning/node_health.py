@@ -4,15 +4,15 @@ Writers for automated (ssh) nodes, on top of `services.node_health_record`, whic
 report. An unhealthy report (unreachable, a changed or not yet accepted host key, a GPU count
 that no longer matches the slots) takes an available node out of allocation (`maintenance`,
 with the reason); rentals running there are flagged in their `rental_reason`, never ended.
-A changed host key also alerts the operators. Nothing here talks to a node: drivers run
-before, outside any transaction.
+A changed host key, and maintenance with live rentals, are alerts (`provisioning.alerts`:
+e-mailed to ADMINS, on top of the desk until acknowledged). Nothing here talks to a node:
+drivers run before, outside any transaction.
 """
 
 import logging
 import re
 
 from django.conf import settings
-from django.core.mail import mail_admins
 from django.db import transaction
 from django.utils.translation import gettext as _
 
@@ -21,9 +21,9 @@ from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.models import AuditEvent
 from kernodeck.core.services import audit_record
 from kernodeck.orders.models import Order, RentalState
-from kernodeck.provisioning import locks
+from kernodeck.provisioning import alerts, locks
 from kernodeck.provisioning.drivers.base import DriverError, NodeHealth
-from kernodeck.provisioning.models import DriverCode, Node, NodeState
+from kernodeck.provisioning.models import AlertKind, DriverCode, Node, NodeState
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +41,8 @@ def _reason(health: NodeHealth) -> str:
         "host_key_not_accepted": _("Host key not accepted yet"),
         "gpu_mismatch": _("GPU count mismatch"),
         "unreachable": _("Unreachable"),
+        "bad_answer": _("Malformed agent answer"),
+        "node_fault": _("The node refused a step"),
     }.get(problem, _("Health check failed"))
     return f"{prefix}: {health.detail}"[:300]
 
@@ -62,8 +64,10 @@ def _flag_running_rentals(node: Node, reason: str) -> int:
             }
         )[:300]
         if order.rental_reason != note:
-            order.rental_reason = note
-            order.save(update_fields=["rental_reason"])
+            if order.rental_state == RentalState.ACTIVE:
+                # A suspended rental's reason is the customer's to read: keep it theirs.
+                order.rental_reason = note
+                order.save(update_fields=["rental_reason"])
             audit_record(
                 action="provisioning.rental_flagged",
                 target=node,
@@ -71,13 +75,6 @@ def _flag_running_rentals(node: Node, reason: str) -> int:
             )
             flagged += 1
     return flagged
-
-
-def _alert(node: Node, subject: str, message: str) -> None:
-    logger.error("node %s: %s", node.name, message)
-    transaction.on_commit(
-        lambda: mail_admins(f"{node.name}: {subject}", message, fail_silently=True)
-    )
 
 
 def node_health_consequences(*, node: Node, health: NodeHealth) -> Node:
@@ -104,7 +101,20 @@ def node_health_consequences(*, node: Node, health: NodeHealth) -> Node:
                 before={"host_key": node.host_key},
                 after={"offered": offered},
             )
-            _alert(node, "SSH host key changed", reason)
+            alerts.alert_raise(
+                kind=AlertKind.HOST_KEY_CHANGED,
+                key=f"host_key_changed:{node.name}",
+                node=node,
+                message=reason,
+                action=str(
+                    _(
+                        "Nothing is sent to the node meanwhile. Check the machine through its "
+                        "console or provider (reinstalled? replaced?); compare the offered "
+                        "fingerprint with ssh-keygen -lf on the machine, then accept the new "
+                        "key on the node's page."
+                    )
+                ),
+            )
         if node.state in {NodeState.AVAILABLE, NodeState.DRAINING} or (
             node.state == NodeState.MAINTENANCE and node.state_reason != reason
         ):
@@ -120,16 +130,41 @@ def node_health_consequences(*, node: Node, health: NodeHealth) -> Node:
                 data={"reason": reason, "automatic": True},
             )
             _flag_running_rentals(node, reason)
+            live = (
+                Order.objects.filter(
+                    allocations__slot__node=node, allocations__released_at__isnull=True
+                )
+                .distinct()
+                .count()
+            )
+            if live:
+                alerts.alert_raise(
+                    kind=AlertKind.NODE_MAINTENANCE_LIVE,
+                    key=f"node_maintenance_live:{node.name}",
+                    node=node,
+                    message=str(
+                        _("%(node)s went to maintenance with %(count)d live rentals: %(reason)s")
+                        % {"node": node.name, "count": live, "reason": reason}
+                    ),
+                    action=str(
+                        _(
+                            "Mend the node and put it back in service, or end, refund or "
+                            "retry its rentals on other slots from the desk."
+                        )
+                    ),
+                )
     return node
 
 
 def driver_error_record(*, error: DriverError, final: bool) -> None:
     """A rental step failed on a node: let that node's health follow, outside transactions.
 
-    A host-key problem is the node's, at once. A network failure that survived the task
+    A host-key problem is the node's, at once, and so is an agent refusal that blames the
+    machine (`blames_node`: a GPU tool missing or failing, device files missing) or an
+    answer that is nonsense. A network failure that survived the task
     queue's retries (`final`) triggers an inspection of the node now, instead of at the next
-    periodic pass, so that a retry on new slots already avoids a node that is down. An
-    agent's refusal belongs to the rental: the node is left alone.
+    periodic pass, so that a retry on new slots already avoids a node that is down. Any
+    other refusal belongs to the rental: the node is left alone.
     """
     from kernodeck.provisioning import selectors, services
     from kernodeck.provisioning.drivers import driver_for
@@ -146,6 +181,10 @@ def driver_error_record(*, error: DriverError, final: bool) -> None:
         health = NodeHealth(
             ok=False, detail=error.message, data={"problem": problem, "offered_key": error.offered}
         )
+    elif getattr(error, "blames_node", False):
+        # The agent says the machine is broken (a GPU tool missing or printing garbage,
+        # device files missing): out of the catalog now, not at the next inspection.
+        health = NodeHealth(ok=False, detail=error.message, data={"problem": "node_fault"})
     elif error.retryable and final:
         health = driver_for(node.driver).inspect(selectors.node_ref(node))
     else:
@@ -166,6 +205,7 @@ def node_host_key_accept(*, node: Node, offered: str, actor) -> Node:
         before = node.host_key
         node.host_key, node.host_key_offered = node.host_key_offered, ""
         node.save(update_fields=["host_key", "host_key_offered"])
+        alerts.alert_resolve(key=f"host_key_changed:{node.name}")
         audit_record(
             action="provisioning.node_host_key_accepted",
             target=node,

@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 
 from django.db.models import Count, Max, Prefetch, Q
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from kernodeck.accounts.models import SshKey
 from kernodeck.core import clock
@@ -53,12 +54,16 @@ def _allocations(order: Order, *, include_released: bool):
     return rows.filter(released_at=last)
 
 
-def rental_spec(*, order: Order, include_released: bool = False) -> RentalSpec:
-    """The frozen view of a rental a driver works from (no model instance leaves here)."""
+def rental_spec(*, order: Order, include_released: bool = False, node_ids=None) -> RentalSpec:
+    """The frozen view of a rental a driver works from (no model instance leaves here).
+
+    `node_ids` narrows the allocation to those nodes (a release confirmed node by node).
+    """
     by_node: dict[int, tuple[Node, list[int]]] = {}
-    for row in _allocations(order, include_released=include_released).order_by(
-        "slot__node__name", "slot__index"
-    ):
+    rows = _allocations(order, include_released=include_released)
+    if node_ids is not None:
+        rows = rows.filter(slot__node_id__in=list(node_ids))
+    for row in rows.order_by("slot__node__name", "slot__index"):
         node = row.slot.node
         by_node.setdefault(node.pk, (node, []))[1].append(row.slot.index)
     keys = tuple(
@@ -84,6 +89,79 @@ def rental_spec(*, order: Order, include_released: bool = False) -> RentalSpec:
         starts_at=order.starts_at,
         ends_at=order.ends_at,
     )
+
+
+def node_live_orders(node: Node) -> list[Order]:
+    """The rentals holding live slots on the node (what must exist there), oldest first."""
+    ids = (
+        Allocation.objects.filter(slot__node=node, released_at__isnull=True)
+        .values_list("order_id", flat=True)
+        .distinct()
+    )
+    return list(Order.objects.filter(pk__in=list(ids)).order_by("pk"))
+
+
+def nodes_to_reconcile() -> list[int]:
+    """Automated nodes with an accepted host key, not retired."""
+    return list(
+        Node.objects.exclude(driver=DriverCode.MANUAL)
+        .exclude(state="retired")
+        .exclude(host_key="")
+        .order_by("name")
+        .values_list("pk", flat=True)
+    )
+
+
+def step_in_flight(order: Order):
+    """The lease of the rental's step in flight (holder, since, until), or None."""
+    from kernodeck.provisioning.models import StepLease
+
+    return StepLease.objects.filter(order=order, until__gt=clock.now()).first()
+
+
+def release_pending_nodes(order) -> list[int]:
+    """The nodes that still have to confirm this rental's release, by name."""
+    rows = (
+        Allocation.objects.filter(
+            order=order, released_at__isnull=True, release_requested_at__isnull=False
+        )
+        .order_by("slot__node__name")
+        .values_list("slot__node_id", flat=True)
+    )
+    return list(dict.fromkeys(rows))
+
+
+def release_pending(order: Order) -> bool:
+    """The rental ended, and a node has not confirmed its release yet."""
+    return (
+        order.rental_state == RentalState.ENDED
+        and Allocation.objects.filter(order=order, released_at__isnull=True).exists()
+    )
+
+
+def releases_pending_for_desk():
+    """[{order, node, requested_at, attempts, error}] of every unconfirmed release."""
+    rows = (
+        Allocation.objects.filter(released_at__isnull=True, release_requested_at__isnull=False)
+        .select_related("order", "slot__node")
+        .order_by("release_requested_at", "order_id", "slot__node__name")
+    )
+    seen, out = set(), []
+    for row in rows:
+        key = (row.order_id, row.slot.node_id)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(
+            {
+                "order": row.order,
+                "node": row.slot.node,
+                "requested_at": row.release_requested_at,
+                "attempts": row.release_attempts,
+                "error": row.release_error,
+            }
+        )
+    return out
 
 
 def rental_driver_code(spec: RentalSpec) -> str:
@@ -175,8 +253,23 @@ def nodes_with_slots():
 
 
 @dataclass(frozen=True)
+class NodeAccess:
+    """One node of a rental in its access: where to log in there, and which GPUs it has."""
+
+    host: str
+    port: int
+    user: str
+    gpus: tuple[int, ...]
+    ssh_command: str
+
+
+@dataclass(frozen=True)
 class AccessView:
-    """Access as the owner (or an authorised operator) sees it, secret decrypted."""
+    """Access as the owner (or an authorised operator) sees it, secret decrypted.
+
+    `host`/`port`/`user`/`ssh_command` are the first node's (what single-node clients
+    read); `nodes` lists every node of the rental, one entry each.
+    """
 
     host: str
     port: int
@@ -186,16 +279,56 @@ class AccessView:
     ssh_command: str
     tunnel_command: str
     delivered_at: datetime
+    nodes: tuple[NodeAccess, ...] = ()
+
+
+def _ssh_command(user: str, host: str, port: int) -> str:
+    return f"ssh {user}@{host}" if port == 22 else f"ssh -p {port} {user}@{host}"
+
+
+def _access_nodes(deliveries) -> dict[int, tuple[NodeAccess, ...]]:
+    """The nodes of each delivery's order (its live slots), in one query for all of them.
+
+    A rental on one node keeps the delivery's own endpoint (an operator may have typed
+    another host name for a manual node)."""
+    by_order = {d.order_id: d for d in deliveries}
+    rows = (
+        Allocation.objects.filter(order_id__in=list(by_order), released_at__isnull=True)
+        .order_by("order_id", "slot__node__name", "slot__index")
+        .values_list(
+            "order_id", "slot__node_id", "slot__node__host", "slot__node__port", "slot__index"
+        )
+    )
+    grouped: dict[int, dict[int, tuple[str, int, list[int]]]] = {}
+    for order_id, node_id, host, port, index in rows:
+        grouped.setdefault(order_id, {}).setdefault(node_id, (host, port, []))[2].append(index)
+    out = {}
+    for order_id, delivery in by_order.items():
+        nodes = list(grouped.get(order_id, {}).values())
+        if len(nodes) <= 1:
+            gpus = tuple(nodes[0][2]) if nodes else ()
+            nodes = [(delivery.host, delivery.port, list(gpus))]
+        out[order_id] = tuple(
+            NodeAccess(
+                host=host,
+                port=port,
+                user=delivery.user,
+                gpus=tuple(gpus),
+                ssh_command=_ssh_command(delivery.user, host, port),
+            )
+            for host, port, gpus in nodes
+        )
+    return out
 
 
 def latest_delivery(order: Order) -> Delivery | None:
     return Delivery.objects.filter(order=order).order_by("-created_at", "-pk").first()
 
 
-def access_view(delivery: Delivery) -> AccessView:
-    ssh = f"ssh -p {delivery.port} {delivery.user}@{delivery.host}"
-    if delivery.port == 22:
-        ssh = f"ssh {delivery.user}@{delivery.host}"
+def access_view(delivery: Delivery, *, nodes=None) -> AccessView:
+    if nodes is None:
+        nodes = _access_nodes([delivery])[delivery.order_id]
+    ssh = _ssh_command(delivery.user, delivery.host, delivery.port)
     tunnel = ""
     if delivery.url:
         local = _url_port(delivery.url)
@@ -213,6 +346,7 @@ def access_view(delivery: Delivery) -> AccessView:
         ssh_command=ssh,
         tunnel_command=tunnel,
         delivered_at=delivery.created_at,
+        nodes=tuple(nodes),
     )
 
 
@@ -246,9 +380,10 @@ def access_for_owner_by_order(orders) -> dict[int, AccessView | None]:
         for delivery in deliveries:
             latest.setdefault(delivery.order_id, delivery)
     access = {order.pk: None for order in orders}
-    for order_id, delivery in latest.items():
-        if delivery.revoked_at is None:
-            access[order_id] = access_view(delivery)
+    live = [delivery for delivery in latest.values() if delivery.revoked_at is None]
+    nodes = _access_nodes(live) if live else {}
+    for delivery in live:
+        access[delivery.order_id] = access_view(delivery, nodes=nodes[delivery.order_id])
     return access
 
 
@@ -364,7 +499,9 @@ def _stages(order: Order) -> list[Stage]:
         Stage(
             "end",
             _("End"),
-            "done" if state == RentalState.ENDED else "todo",
+            ("current" if release_pending(order) else "done")
+            if state == RentalState.ENDED
+            else "todo",
             order.ends_at,
         ),
     ]
@@ -388,8 +525,17 @@ def rental_overview(*, order: Order) -> RentalOverview:
 
 
 def rental_overview_reason(*, order: Order) -> str:
-    """The reason a customer sees: only for a failure or a suspension."""
+    """The reason a customer sees: only for a failure, a suspension, or an end that its
+    machine has not confirmed yet."""
+    if order.rental_state == RentalState.ENDED and release_pending(order):
+        return str(END_BEING_APPLIED)
     return order.rental_reason if order.rental_state in CUSTOMER_REASON_STATES else ""
+
+
+END_BEING_APPLIED = gettext_lazy(
+    "The rental is over and your access has been withdrawn; the end is being applied on "
+    "the machine."
+)
 
 
 # States whose reason the customer sees (a failure or a suspension says why).

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -18,16 +18,19 @@ from kernodeck.core.errors import Conflict, InvalidInput, NotFound
 from kernodeck.core.services import audit_record
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders.models import RENTAL_TRANSITIONS, Order, RentalState
-from kernodeck.provisioning import locks, notices, secrets, selectors
+from kernodeck.provisioning import alerts, locks, notices, secrets, selectors
 from kernodeck.provisioning.drivers.base import NodeHealth
 from kernodeck.provisioning.models import (
     MAX_NODE_GPUS,
+    Alert,
+    AlertKind,
     Allocation,
     Delivery,
     DriverCode,
     GpuSlot,
     Node,
     NodeState,
+    StepLease,
 )
 
 HOST_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.\-:]{0,251}[A-Za-z0-9])?")
@@ -123,6 +126,8 @@ def node_state_set(*, node: Node, state: str, reason: str, actor) -> Node:
         before = node.state
         node.state, node.state_reason = state, reason
         node.save(update_fields=["state", "state_reason"])
+        if state == NodeState.AVAILABLE:
+            alerts.alert_resolve(key=f"node_maintenance_live:{node.name}")
         catalog_services.catalog_changed()
         audit_record(
             action="provisioning.node_state_changed",
@@ -221,10 +226,41 @@ def _release_slots(order: Order) -> int:
     )
 
 
+def _request_release(order: Order) -> tuple[int, int]:
+    """At the end of a rental: free its slots on manual nodes now (an operator cleans them,
+    the desk lists them); mark those on automated nodes as to be released, still held.
+    Returns (slots freed, slots waiting for their node's confirmation)."""
+    now = clock.now()
+    live = Allocation.objects.filter(order=order, released_at__isnull=True)
+    manual = live.filter(slot__node__driver=DriverCode.MANUAL)
+    freed = Allocation.objects.filter(pk__in=list(manual.values_list("pk", flat=True))).update(
+        released_at=now
+    )
+    Allocation.objects.filter(
+        order=order, released_at__isnull=True, release_requested_at__isnull=True
+    ).update(release_requested_at=now)
+    pending = Allocation.objects.filter(order=order, released_at__isnull=True).count()
+    if freed:
+        catalog_services.catalog_changed()
+    return freed, pending
+
+
 def _enqueue(task_name: str, *args):
     from kernodeck.provisioning import tasks
 
     transaction.on_commit(lambda: getattr(tasks, task_name)(*args))
+
+
+def _enqueue_reconcile(order: Order) -> None:
+    """After commit, reconcile each automated node the rental holds slots on."""
+    node_ids = list(
+        Allocation.objects.filter(order=order, released_at__isnull=True)
+        .exclude(slot__node__driver=DriverCode.MANUAL)
+        .values_list("slot__node_id", flat=True)
+        .distinct()
+    )
+    for node_id in node_ids:
+        _enqueue("node_reconcile_task", node_id)
 
 
 def _enqueue_allocate_waiting():
@@ -470,20 +506,51 @@ def rental_deliver(*, order, host, port, user, url: str = "", token: str = "", a
     return order
 
 
-def rental_fail(*, order, reason: str, actor) -> Order:
-    """Preparation failed (operator or driver): the slots stay held for a retry."""
+def rental_fail(*, order, reason: str, actor, detail: str = "") -> Order:
+    """Preparation failed (operator or driver): the slots stay held for a retry.
+
+    `reason` is what the customer reads (order file, e-mail); `detail` is the operator's
+    (a driver's words: node names, fingerprints, the agent's error), kept in the audit row
+    for the desk and never shown to the customer.
+    """
+    from django.conf import settings
+
+    from kernodeck.provisioning import node_health
+
     reason = _reason_required(reason)
     with transaction.atomic():
         order = _lock_order(order)
         if order.rental_state == RentalState.PROVISIONING_FAILED:
             return order
-        return _move(
+        order = _move(
             order,
             to=RentalState.PROVISIONING_FAILED,
             actor=actor,
             reason=reason,
+            data={"detail": str(detail)[:1000]} if detail else None,
             notice="rental_failed",
         )
+        attempts = node_health.rental_failed_attempts(order)
+        if attempts >= settings.KERNODECK_PROVISIONING_MAX_ATTEMPTS:
+            alerts.alert_raise(
+                kind=AlertKind.STEP_FAILED,
+                key=f"step_failed:{order.reference}",
+                order=order,
+                message=_("Preparing %(reference)s failed %(count)d times.")
+                % {"reference": order.reference, "count": attempts},
+                action=_(
+                    "Read its step log on the desk; refund it to the customer's balance "
+                    "rather than retry again, or mend the node first."
+                ),
+            )
+        return order
+
+
+# What a customer reads when a driver step failed: what it means for them, nothing else.
+MACHINE_FAILED = gettext_lazy(
+    "The machine we prepared for you did not work out; we are preparing another one or "
+    "will refund you to your balance."
+)
 
 
 def rental_retry(*, order, actor, new_slots: bool = False) -> Order:
@@ -532,15 +599,24 @@ def rental_refund(*, order, reason: str, actor) -> Order:
                 }
             )
         entry = ledger_services.balance_refund_order(order=order, actor=actor, reason=reason)
-        released = _release_slots(order)
+        released, pending = _request_release(order)
+        Delivery.objects.filter(order=order, revoked_at__isnull=True).update(
+            secret_ciphertext="", revoked_at=clock.now()
+        )
         order = _move(
             order,
             to=RentalState.ENDED,
             actor=actor,
             reason=reason,
-            data={"refund_entry": entry.pk, "slots_released": released},
+            data={
+                "refund_entry": entry.pk,
+                "slots_released": released,
+                "release_pending": pending,
+            },
             notice="rental_refunded",
         )
+        if pending:
+            _enqueue("rental_release_task", order.pk)
         if released:
             transaction.on_commit(_enqueue_allocate_waiting)
     return order
@@ -553,7 +629,9 @@ def rental_suspend(*, order, reason: str, actor) -> Order:
         order = _lock_order(order)
         if order.rental_state == RentalState.SUSPENDED:
             return order
-        return _move(order, to=RentalState.SUSPENDED, actor=actor, reason=reason)
+        order = _move(order, to=RentalState.SUSPENDED, actor=actor, reason=reason)
+        _enqueue_reconcile(order)
+        return order
 
 
 def rental_resume(*, order, reason: str, actor) -> Order:
@@ -565,12 +643,16 @@ def rental_resume(*, order, reason: str, actor) -> Order:
             return order
         if order.rental_state != RentalState.SUSPENDED:
             _refuse(order, RentalState.ACTIVE)
-        return _move(order, to=RentalState.ACTIVE, actor=actor, reason=reason)
+        order = _move(order, to=RentalState.ACTIVE, actor=actor, reason=reason)
+        _enqueue_reconcile(order)
+        return order
 
 
 def rental_end(*, order, reason: str, actor) -> Order:
-    """End a rental now: free its slots, erase its secrets, release it through the driver
-    after commit. The end task calls this at `ends_at`; operators with a reason."""
+    """End a rental now: its access goes at once (secrets erased), its slots on automated
+    nodes stay held until the node confirms the release (`rental_release_confirm`), those on
+    manual nodes are freed now. The end task calls this at `ends_at`; operators with a
+    reason. The "ended" e-mail goes once every node confirmed."""
     reason = _reason_required(reason)
     with transaction.atomic():
         order = _lock_order(order)
@@ -579,7 +661,7 @@ def rental_end(*, order, reason: str, actor) -> Order:
         if order.rental_state not in {RentalState.ACTIVE, RentalState.SUSPENDED}:
             _refuse(order, RentalState.ENDED)
         now = clock.now()
-        released = _release_slots(order)
+        released, pending = _request_release(order)
         revoked = Delivery.objects.filter(order=order, revoked_at__isnull=True).update(
             secret_ciphertext="", revoked_at=now
         )
@@ -588,10 +670,15 @@ def rental_end(*, order, reason: str, actor) -> Order:
             to=RentalState.ENDED,
             actor=actor,
             reason=reason,
-            data={"slots_released": released, "deliveries_revoked": revoked},
-            notice="rental_ended",
+            data={
+                "slots_released": released,
+                "release_pending": pending,
+                "deliveries_revoked": revoked,
+            },
+            notice="" if pending else "rental_ended",
         )
-        _enqueue("rental_release_task", order.pk)
+        if pending:
+            _enqueue("rental_release_task", order.pk)
         if released:
             transaction.on_commit(_enqueue_allocate_waiting)
     return order
@@ -677,3 +764,255 @@ def access_reveal_to_staff(*, order: Order, actor, ip: str | None = None):
         ip_address=ip,
     )
     return selectors.access_view(delivery)
+
+
+# -- releases: a slot is free only when its node says so ------------------------------------
+
+RELEASE_OVERDUE_CAUSE = "release_overdue"
+
+
+def _overdue_key(reference: str, node_name: str) -> str:
+    return f"{RELEASE_OVERDUE_CAUSE}:{reference}:{node_name}"
+
+
+def rental_release_confirm(*, order, node_id: int, detail: str = "") -> int:
+    """The node confirmed the release (account locked, processes gone, devices returned):
+    free the rental's slots there, in one transaction, audited. Once no node is left to
+    confirm, the customer gets the "ended" e-mail (not after a refund: that one had its own).
+    Idempotent: a second confirmation frees nothing. Returns the slots freed."""
+    with transaction.atomic():
+        order = _lock_order(order)
+        node = locks.lock_node(node_id)
+        pending = Allocation.objects.filter(
+            order=order,
+            slot__node_id=node_id,
+            released_at__isnull=True,
+            release_requested_at__isnull=False,
+        )
+        ids = list(pending.values_list("slot_id", flat=True))
+        if not ids:
+            return 0
+        locks.lock_slots(ids)
+        freed = Allocation.objects.filter(
+            order=order, slot_id__in=ids, released_at__isnull=True
+        ).update(released_at=clock.now(), release_error="")
+        catalog_services.catalog_changed()
+        audit_record(
+            action="provisioning.release_confirmed",
+            target=order,
+            data={"node": node.name, "slots_released": freed, "detail": str(detail)[:300]},
+        )
+        alerts.alert_resolve(key=_overdue_key(order.reference, node.name))
+        _node_back_after_overdue(node)
+        done = not Allocation.objects.filter(order=order, released_at__isnull=True).exists()
+        if done and not _was_refunded(order):
+            notices.rental_notice(order=order, event="rental_ended")
+        transaction.on_commit(_enqueue_allocate_waiting)
+    return freed
+
+
+def _was_refunded(order: Order) -> bool:
+    from kernodeck.core.models import AuditEvent
+
+    return AuditEvent.objects.filter(
+        action="order.rental_state_changed",
+        target_type="orders.order",
+        target_id=str(order.pk),
+        after__rental_state=RentalState.ENDED,
+        data__has_key="refund_entry",
+    ).exists()
+
+
+def _node_back_after_overdue(node: Node) -> None:
+    """A node taken out for overdue releases comes back once none is left overdue."""
+    from kernodeck.core.models import AuditEvent
+
+    if node.state != NodeState.MAINTENANCE:
+        return
+    if Alert.objects.filter(
+        node=node, kind=AlertKind.RELEASE_OVERDUE, resolved_at__isnull=True
+    ).exists():
+        return
+    last = (
+        AuditEvent.objects.filter(
+            action="provisioning.node_state_changed",
+            target_type="provisioning.node",
+            target_id=str(node.pk),
+        )
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    if last is None or (last.data or {}).get("cause") != RELEASE_OVERDUE_CAUSE:
+        return
+    node.state, node.state_reason = NodeState.AVAILABLE, ""
+    node.save(update_fields=["state", "state_reason"])
+    catalog_services.catalog_changed()
+    audit_record(
+        action="provisioning.node_state_changed",
+        target=node,
+        before={"state": NodeState.MAINTENANCE},
+        after={"state": NodeState.AVAILABLE},
+        data={"reason": "every overdue release was confirmed", "automatic": True},
+    )
+
+
+def rental_release_failed(*, order, node_id: int, reason: str) -> None:
+    """A release attempt did not reach or convince the node: count it, keep the slots held;
+    the sweep (`rentals_release_pending`) tries again, for as long as it takes."""
+    Allocation.objects.filter(
+        order=getattr(order, "pk", order),
+        slot__node_id=node_id,
+        released_at__isnull=True,
+        release_requested_at__isnull=False,
+    ).update(release_attempts=F("release_attempts") + 1, release_error=str(reason)[:300])
+
+
+def rentals_release_pending() -> list[int]:
+    """Orders with a release still to be confirmed by a node, oldest request first."""
+    rows = (
+        Allocation.objects.filter(released_at__isnull=True, release_requested_at__isnull=False)
+        .values_list("order_id", flat=True)
+        .order_by("release_requested_at", "order_id")
+    )
+    return list(dict.fromkeys(rows))
+
+
+def releases_overdue_alert() -> int:
+    """Raise an alert for every release unconfirmed past KERNODECK_RELEASE_OVERDUE_MINUTES,
+    and take its node out of allocation (maintenance) until it is confirmed. Returns the
+    alerts raised now."""
+    from django.conf import settings
+
+    limit = clock.now() - timedelta(minutes=settings.KERNODECK_RELEASE_OVERDUE_MINUTES)
+    overdue = (
+        Allocation.objects.filter(
+            released_at__isnull=True,
+            release_requested_at__isnull=False,
+            release_requested_at__lte=limit,
+        )
+        .values_list("order_id", "slot__node_id")
+        .distinct()
+    )
+    raised = 0
+    for order_id, node_id in sorted(set(overdue)):
+        with transaction.atomic():
+            order = _lock_order(order_id)
+            node = locks.lock_node(node_id)
+            _alert, created = alerts.alert_raise(
+                kind=AlertKind.RELEASE_OVERDUE,
+                key=_overdue_key(order.reference, node.name),
+                node=node,
+                order=order,
+                message=_(
+                    "The end of %(reference)s has not been confirmed by %(node)s: the "
+                    "customer's account may still work there."
+                )
+                % {"reference": order.reference, "node": node.name},
+                action=_(
+                    "Bring the node back (network, sshd, host key), or lock the account "
+                    "by hand; the release is retried every minute and this alert clears "
+                    "itself once the node confirms. The node takes no new rental meanwhile."
+                ),
+            )
+            raised += created
+            if node.state in {NodeState.AVAILABLE, NodeState.DRAINING}:
+                before = node.state
+                node.state = NodeState.MAINTENANCE
+                node.state_reason = str(
+                    _("Release overdue: %(reference)s") % {"reference": order.reference}
+                )[:300]
+                node.save(update_fields=["state", "state_reason"])
+                catalog_services.catalog_changed()
+                audit_record(
+                    action="provisioning.node_state_changed",
+                    target=node,
+                    before={"state": before},
+                    after={"state": NodeState.MAINTENANCE},
+                    data={
+                        "reason": node.state_reason,
+                        "automatic": True,
+                        "cause": RELEASE_OVERDUE_CAUSE,
+                    },
+                )
+    return raised
+
+
+# -- step leases: no step lost to a dead worker ---------------------------------------------
+
+
+def step_holder() -> str:
+    """Who runs a step: host, process and thread, for the desk."""
+    import os
+    import socket
+    import threading
+
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"[:200]
+
+
+def step_lease_take(*, order_id: int, step: str, seconds: int, holder: str) -> bool:
+    """Take (or renew) the lease on a rental's step; False while another live holder has it."""
+    now = clock.now()
+    with transaction.atomic():
+        _lock_order(order_id)
+        lease = StepLease.objects.select_for_update().filter(order_id=order_id).first()
+        if lease is not None and lease.until > now and lease.holder != holder:
+            return False
+        until = now + timedelta(seconds=max(1, seconds))
+        if lease is None:
+            StepLease.objects.create(
+                order_id=order_id, step=step, holder=holder, since=now, until=until
+            )
+        else:
+            taken_over = lease.holder != holder
+            lease.step, lease.holder, lease.since, lease.until = step, holder, now, until
+            lease.save(update_fields=["step", "holder", "since", "until"])
+            if taken_over:
+                audit_record(
+                    action="provisioning.step_lease_expired",
+                    target_type="orders.order",
+                    target_id=str(order_id),
+                    data={"step": step, "holder": holder},
+                )
+    return True
+
+
+def step_lease_drop(*, order_id: int, holder: str) -> None:
+    StepLease.objects.filter(order_id=order_id, holder=holder).delete()
+
+
+def rentals_with_lost_steps() -> list[int]:
+    """Automated rentals in `preparing` whose step nobody holds: a lease that expired, or
+    none at all for longer than a lease lasts (a worker that died before taking it)."""
+    now = clock.now()
+    stale = now - timedelta(seconds=step_lease_seconds(nodes=1))
+    preparing = (
+        Order.objects.filter(rental_state=RentalState.PREPARING)
+        .filter(Exists(Allocation.objects.filter(order=OuterRef("pk"), released_at=None)))
+        .exclude(
+            Exists(
+                Allocation.objects.filter(
+                    order=OuterRef("pk"), released_at=None, slot__node__driver=DriverCode.MANUAL
+                )
+            )
+        )
+    )
+    expired = preparing.filter(
+        Exists(StepLease.objects.filter(order=OuterRef("pk"), until__lte=now))
+    )
+    never = preparing.exclude(Exists(StepLease.objects.filter(order=OuterRef("pk")))).filter(
+        rental_state_changed_at__lte=stale
+    )
+    lost = set(expired.values_list("pk", flat=True)) | set(never.values_list("pk", flat=True))
+    return sorted(lost)
+
+
+def step_lease_seconds(*, nodes: int) -> int:
+    """How long a prepare step may hold its lease: create, prepare and deliver per node."""
+    from django.conf import settings
+
+    per_node = (
+        settings.KERNODECK_SSH_PREPARE_TIMEOUT * 2
+        + settings.KERNODECK_SSH_COMMAND_TIMEOUT * 2
+        + settings.KERNODECK_SSH_CONNECT_TIMEOUT * 3
+    )
+    return per_node * max(1, nodes) + 60

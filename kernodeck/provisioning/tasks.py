@@ -31,9 +31,18 @@ def rental_extend_task(order_id: int):
     driving.rental_extend_run(order_id=order_id)
 
 
-@db_task(**DRIVER_RETRY)
+@db_task()
 def rental_release_task(order_id: int):
+    """Right after the end; never retried by huey: the sweep below retries every minute."""
     driving.rental_release_run(order_id=order_id)
+
+
+@db_periodic_task(crontab(minute="*"))
+def rental_releases_tick():
+    """Every minute: re-run every release no node has confirmed yet, raise overdue alerts,
+    take up the steps whose worker died."""
+    driving.rentals_release_sweep()
+    driving.steps_lost_sweep()
 
 
 @db_periodic_task(crontab(minute="*"))
@@ -52,3 +61,16 @@ def nodes_inspect_tick():
 @db_task()
 def node_inspect_task(node_id: int):
     node_health.node_inspect(node_id=node_id)
+
+
+@db_task()
+def node_reconcile_task(node_id: int):
+    """Right after a change of a rental on the node (suspend, resume)."""
+    driving.node_reconcile(node_id=node_id)
+
+
+@db_periodic_task(crontab(minute="*"))
+def nodes_reconcile_tick():
+    """Every minute: every automated node converges to the database (keys, suspension,
+    end time, accounts left behind)."""
+    driving.nodes_reconcile()

@@ -20,7 +20,7 @@ from kernodeck.core.forms import add_service_error
 from kernodeck.core.requests import client_ip
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.models import RentalState
-from kernodeck.provisioning import node_health, selectors, services
+from kernodeck.provisioning import alerts, node_health, selectors, services
 from kernodeck.provisioning.forms import (
     ConfirmForm,
     DeliverForm,
@@ -81,8 +81,28 @@ def desk(request):
     return render(
         request,
         "provisioning/desk.html",
-        {"rows": rows, "state": state, "states": RentalState.choices},
+        {
+            "rows": rows,
+            "state": state,
+            "states": RentalState.choices,
+            "alerts": list(alerts.alerts_open()[:50]),
+            "releases": selectors.releases_pending_for_desk()[:100],
+        },
     )
+
+
+@permission_required(OPERATE)
+def alert_acknowledge(request, alert_id):
+    """An operator took an alert in hand (POST); it leaves the top of the desk."""
+    if request.method != "POST":
+        return redirect("desk:rentals")
+    try:
+        alerts.alert_acknowledge(alert_id=alert_id, actor=request.user)
+    except ServiceError as error:
+        messages.error(request, error.message)
+    else:
+        messages.success(request, _("Alert acknowledged."))
+    return redirect("desk:rentals")
 
 
 @permission_required(OPERATE)
@@ -166,6 +186,34 @@ def rental_action(request, reference, action):
     form_class, call, title = ACTIONS[action]
     form = form_class(request.POST if request.method == "POST" else None)
     status = 200
+    if action == "prepare" and order.rental_state == RentalState.PREPARING:
+        # Never silently nothing: say whether a worker holds the step, or when it is
+        # taken up again.
+        lease = selectors.step_in_flight(order)
+        if lease is not None:
+            note = _(
+                "Rental %(reference)s is being prepared now: its %(step)s step is held by "
+                "%(holder)s since %(since)s UTC, until %(until)s UTC. If that worker died, "
+                "the step is taken up again by itself once the lease expires."
+            ) % {
+                "reference": order.reference,
+                "step": lease.step,
+                "holder": lease.holder,
+                "since": lease.since.strftime("%Y-%m-%d %H:%M:%S"),
+                "until": lease.until.strftime("%Y-%m-%d %H:%M:%S"),
+            }
+        else:
+            note = _(
+                "Rental %(reference)s is already preparing: its step waits in the queue or "
+                "for a retry; if no worker takes it, it is taken up again by itself."
+            ) % {"reference": order.reference}
+        messages.warning(request, note)
+        return render(
+            request,
+            "provisioning/action.html",
+            {"order": order, "form": form, "title": title, "action": action, "note": note},
+            status=409,
+        )
     if request.method == "POST":
         if form.is_valid():
             try:

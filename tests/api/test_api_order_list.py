@@ -116,6 +116,15 @@ def test_the_list_shows_payments_access_and_reasons(api, orders):
         "port": 22,
         "user": "kd-user",
         "ssh_command": "ssh kd-user@gpu8.example.org",
+        "nodes": [
+            {
+                "host": "gpu8.example.org",
+                "port": 22,
+                "user": "kd-user",
+                "gpus": [],
+                "ssh_command": "ssh kd-user@gpu8.example.org",
+            }
+        ],
         "url": None,
         "token": None,
     }
@@ -142,5 +151,6 @@ def test_active_orders_cost_one_query_for_all_their_access(api):
     for n in range(2, 6):
         _activate(make_order(owner=api.user, offer=offer), token=f"tok-{n}")
 
-    # token, count, page, the active orders' deliveries, the page's instructions
-    assert two == queries_for_the_list() == 5
+    # token, count, page, the active orders' deliveries, their nodes (one query for all),
+    # the page's instructions
+    assert two == queries_for_the_list() == 6

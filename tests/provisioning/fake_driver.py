@@ -14,6 +14,7 @@ class FakeDriver:
     code = "ssh"
     calls: list[tuple] = []
     fail_prepare: DriverError | None = None
+    fail_release: DriverError | None = None
 
     def prepare(self, rental: RentalSpec) -> StepResult:
         self.calls.append(("prepare", rental.reference, rental.allocation, rental.ssh_public_keys))
@@ -32,6 +33,8 @@ class FakeDriver:
 
     def release(self, rental: RentalSpec) -> StepResult:
         self.calls.append(("release", rental.reference, rental.allocation))
+        if self.fail_release is not None:
+            raise self.fail_release
         return StepResult(done=True)
 
     def inspect(self, node: NodeRef) -> NodeHealth:

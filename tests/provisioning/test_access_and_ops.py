@@ -69,6 +69,15 @@ def test_the_owner_sees_access_on_the_order_file_and_in_the_api(client):
         "port": 2201,
         "user": "kd-7q4m",
         "ssh_command": "ssh -p 2201 kd-7q4m@gpu7.example.org",
+        "nodes": [
+            {
+                "host": "gpu7.example.org",
+                "port": 2201,
+                "user": "kd-7q4m",
+                "gpus": [0],
+                "ssh_command": "ssh -p 2201 kd-7q4m@gpu7.example.org",
+            }
+        ],
         "url": "http://127.0.0.1:8888/lab",
         "token": "tok-secret-91",
     }

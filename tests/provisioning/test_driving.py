@@ -8,8 +8,9 @@ import pytest
 from django.db import connection
 
 from kernodeck.core import clock
+from kernodeck.core.models import AuditEvent
 from kernodeck.orders.models import Order, RentalState
-from kernodeck.provisioning import drivers, driving, selectors, services, tasks
+from kernodeck.provisioning import drivers, driving, node_health, selectors, services, tasks
 from kernodeck.provisioning.drivers.base import DriverError, ProvisioningDriver
 from kernodeck.provisioning.drivers.manual import ManualDriver
 from tests.factories import make_offer, make_order, make_ssh_key
@@ -71,7 +72,7 @@ def test_an_automated_node_goes_from_settlement_to_active_by_itself(fake):
     assert Order.objects.get(pk=order.pk).rental_state == RentalState.ENDED
 
 
-def test_a_permanent_driver_error_marks_the_rental_failed_with_its_words(fake):
+def test_a_permanent_driver_error_fails_the_rental_in_customer_words_detail_on_the_desk(fake):
     fake.fail_prepare = DriverError("GPU 1 fell off the bus", retryable=False)
     offer = automated_offer()
     order = make_order(offer=offer)
@@ -83,9 +84,21 @@ def test_a_permanent_driver_error_marks_the_rental_failed_with_its_words(fake):
     order.refresh_from_db()
     assert (order.rental_state, order.rental_reason) == (
         RentalState.PROVISIONING_FAILED,
-        "GPU 1 fell off the bus",
+        str(services.MACHINE_FAILED),
     )
     assert selectors.allocation_of(order) == [{"node": "auto-1", "slots": [0]}]
+    assert selectors.rental_overview_reason(order=order) == str(services.MACHINE_FAILED)
+    from kernodeck.notifications.models import OutboxMessage
+
+    failed = OutboxMessage.objects.get(account=order.owner, event="rental_failed")
+    assert "GPU 1 fell off the bus" not in failed.body_text + failed.body_html
+    assert "auto-1" not in failed.body_text + failed.body_html + str(failed.context)
+    # The operator's detail is kept for the desk.
+    [event] = AuditEvent.objects.filter(
+        action="order.rental_state_changed", after__rental_state="provisioning_failed"
+    )
+    assert event.data["detail"] == "GPU 1 fell off the bus"
+    assert node_health.rental_steps(order)[-1].data["detail"] == "GPU 1 fell off the bus"
 
 
 def test_a_retryable_error_is_raised_for_the_queue_until_the_last_attempt(fake):

@@ -291,7 +291,12 @@ def test_a_node_that_is_down_fails_the_rental_with_the_reason_and_a_retry_uses_t
 
     order.refresh_from_db()
     assert order.rental_state == RentalState.PROVISIONING_FAILED
-    assert order.rental_reason.startswith(f"The node {first.name} is unreachable")
+    assert order.rental_reason == str(services.MACHINE_FAILED)  # customer words
+    assert (
+        node_health.rental_steps(order)[-1]
+        .data["detail"]
+        .startswith(f"The node {first.name} is unreachable")
+    )
     first.refresh_from_db()
     assert first.state == NodeState.MAINTENANCE
     assert first.state_reason.startswith("Unreachable: The node")
@@ -329,7 +334,12 @@ def test_a_changed_host_key_stops_every_operation_and_alerts(lab):
     order = settle(make_order(owner=customer, offer=offer, preparation="python"))
 
     assert order.rental_state == RentalState.PROVISIONING_FAILED
-    assert order.rental_reason.startswith(f"The SSH host key of {node.name} changed")
+    assert order.rental_reason == str(services.MACHINE_FAILED)
+    assert (
+        node_health.rental_steps(order)[-1]
+        .data["detail"]
+        .startswith(f"The SSH host key of {node.name} changed")
+    )
     assert lab.accounts() == []  # nothing was sent to the impostor
     node.refresh_from_db()
     assert node.state == NodeState.MAINTENANCE
@@ -337,16 +347,21 @@ def test_a_changed_host_key_stops_every_operation_and_alerts(lab):
     assert node.host_key == pinned
     assert node.host_key_offered == host.host_public_key()
     assert AuditEvent.objects.filter(action="provisioning.node_host_key_changed").count() == 1
-    alerts = [m for m in mail.outbox if "host key" in m.subject]
+    alerts = [m for m in mail.outbox if "host key" in m.subject.lower()]
     assert [(m.subject, m.to) for m in alerts] == [
-        (f"[Django] {node.name}: SSH host key changed", ["ops@kernodeck.test"])
+        (f"[Django] {node.name}: Host key changed", ["ops@kernodeck.test"])
     ]
+    from kernodeck.provisioning import alerts as node_alerts
+
+    [alert] = node_alerts.alerts_open().filter(kind="host_key_changed")
+    assert alert.node_id == node.pk
+    assert "accept the new key" in alert.action
 
     # The periodic inspection agrees and alerts no second time.
     health = driver_for("ssh").inspect(selectors.node_ref(node))
     services.node_health_record(node=node, health=health)
     assert health.ok is False and health.data["problem"] == "host_key_changed"
-    assert len([m for m in mail.outbox if "host key" in m.subject]) == 1
+    assert len([m for m in mail.outbox if "host key" in m.subject.lower()]) == 1
 
     # An operator who checked the machine accepts the key they saw; then it works again.
     operator = make_operator()
@@ -355,6 +370,8 @@ def test_a_changed_host_key_stops_every_operation_and_alerts(lab):
     node_health.node_host_key_accept(node=node, offered=host.host_public_key(), actor=operator)
     node.refresh_from_db()
     assert (node.host_key, node.host_key_offered) == (host.host_public_key(), "")
+    # The alert cleared with the acceptance.
+    assert not node_alerts.alerts_open().filter(kind="host_key_changed").exists()
     health = driver_for("ssh").inspect(selectors.node_ref(node))
     assert (health.ok, health.gpus_seen) == (True, 4)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import shlex
 import socket
 from datetime import datetime
@@ -26,6 +27,7 @@ from django.conf import settings
 from django.db import transaction
 
 from kernodeck.provisioning import agent as agent_package
+from kernodeck.provisioning.drivers.answers import MalformedAnswer, check_answer
 from kernodeck.provisioning.drivers.base import (
     Access,
     DriverError,
@@ -105,6 +107,20 @@ def load_operator_key() -> paramiko.PKey:
         raise DriverError(
             f"The SSH key in KERNODECK_SSH_KEY_FILE cannot be read: {exc}", retryable=False
         ) from None
+
+
+# Agent refusals that are the machine's fault, not the rental's: a GPU tool missing, failing,
+# hanging or printing what cannot be parsed, device files missing.
+NODE_FAULT_RE = re.compile(
+    r"^(ValueError|OSError|FileNotFoundError|PermissionError|UnicodeDecodeError|KeyError"
+    r"|IndexError|TypeError): |is not installed on this host|did not finish within"
+    r"|-smi\S* \S+ failed|unexpected (nvidia|amd|rocm)-smi|device file|no such device"
+)
+
+
+def blames_node(message: str) -> bool:
+    """Whether an agent's refusal says the node is broken (so it leaves the catalog)."""
+    return bool(NODE_FAULT_RE.search(message or ""))
 
 
 def _error(node: str, message: str, *, retryable: bool = True) -> DriverError:
@@ -272,9 +288,13 @@ class NodeSession:
                 self.node.name,
                 f"The agent on {self.node.name} gave no answer to {command} (exit {status}).",
             )
-        if not answer.get("ok"):
-            message = str(answer.get("error") or "unknown error")[:250]
-            raise _error(self.node.name, f"{self.node.name}: {message}", retryable=False)
+        answer = check_answer(
+            self.node.name, command, answer, reference=request.get("reference") or None
+        )
+        if not answer["ok"]:
+            error = _error(self.node.name, f"{self.node.name}: {answer['error']}", retryable=False)
+            error.blames_node = blames_node(answer["error"])
+            raise error
         return answer
 
 
@@ -378,6 +398,41 @@ class SshDriver:
             details.append(f"{node.name}: {answer['status']}")
         return StepResult(done=True, detail="; ".join(details))
 
+    # -- what the reconcile uses (driving.node_reconcile) -----------------------------------
+
+    def node_status(self, node: NodeRef) -> list[dict]:
+        """Every rental the node's agent knows, checked (`status_all`)."""
+        return self._call(node, "status_all", {})["rentals"]
+
+    def suspend(self, rental: RentalSpec) -> StepResult:
+        """Locks the account, stops its processes, takes its devices back; on each node."""
+        details = []
+        for allocation in rental.allocation:
+            answer = self._call(allocation.node, "suspend", {"reference": rental.reference})
+            details.append(f"{allocation.node.name}: suspended, {answer['processes']} processes")
+        return StepResult(done=True, detail="; ".join(details))
+
+    def resume(self, rental: RentalSpec) -> StepResult:
+        for allocation in rental.allocation:
+            self._call(
+                allocation.node,
+                "resume",
+                {"reference": rental.reference, "keys": list(rental.ssh_public_keys)},
+            )
+        return StepResult(done=True, detail="Resumed on the nodes.")
+
+    def keys(self, rental: RentalSpec) -> StepResult:
+        """Replaces the account's authorized keys with the rental's keys, on each node."""
+        details = []
+        for allocation in rental.allocation:
+            answer = self._call(
+                allocation.node,
+                "keys",
+                {"reference": rental.reference, "keys": list(rental.ssh_public_keys)},
+            )
+            details.append(f"{allocation.node.name}: {answer['keys']} keys")
+        return StepResult(done=True, detail="; ".join(details))
+
     def inspect(self, node: NodeRef) -> NodeHealth:
         """Inventory of the node; unreachable, a host key problem or a GPU mismatch is not ok."""
         try:
@@ -394,6 +449,8 @@ class SshDriver:
                 detail=exc.message,
                 data={"problem": "host_key_not_accepted", "offered_key": exc.offered},
             )
+        except MalformedAnswer as exc:
+            return NodeHealth(ok=False, detail=exc.message, data={"problem": "bad_answer"})
         except DriverError as exc:
             return NodeHealth(ok=False, detail=exc.message, data={"problem": "unreachable"})
         seen = len(inventory.get("gpus") or [])

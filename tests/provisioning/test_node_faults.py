@@ -1,0 +1,123 @@
+"""Nodes earn their place (issue 20, item 6), on real SSH test hosts: an agent refusal
+that blames the machine (a garbage `nvidia-smi`) takes the node out at the first refused
+step, with the reason; the customer reads customer words, the desk the node's."""
+
+import pytest
+
+from kernodeck.orders import capacity
+from kernodeck.orders.models import RentalState
+from kernodeck.provisioning import node_health, services
+from kernodeck.provisioning.models import NodeState
+from tests.factories import make_offer, make_order
+from tests.provisioning import test_ssh_provisioning
+from tests.provisioning.test_ssh_provisioning import customer_with_key, settle, ssh_node
+from tests.sshhosts import ssh_lab  # noqa: F401 (the module-scoped fixture)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+lab = test_ssh_provisioning.lab
+
+GARBAGE_NVIDIA_SMI = "#!/bin/sh\nprintf 'NVIDIA-SMI has failed \\033[31m!!\\n'\nexit 0\n"
+
+
+def garbage_nvidia_smi(host):
+    """This module's test-host hook: the node's nvidia-smi prints nonsense (reset() by the
+    lab does not restore it, so the test puts the stand-in back)."""
+    path = host.base / "tools" / "nvidia-smi"
+    original = path.read_text()
+    path.write_text(GARBAGE_NVIDIA_SMI)
+    return lambda: path.write_text(original)
+
+
+def test_a_garbage_nvidia_smi_takes_the_node_out_on_the_first_refused_step(lab):
+    host = lab.hosts[0]
+    offer = make_offer(units_total=0)
+    node = ssh_node(offer, host)
+    assert capacity.units_free(offer=offer) == host.gpu_count
+    customer, _key = customer_with_key(lab, "laptop")
+    order = make_order(owner=customer, offer=offer, units=1, preparation="python")
+    restore = garbage_nvidia_smi(host)
+    try:
+        order = settle(order)
+    finally:
+        restore()
+
+    assert order.rental_state == RentalState.PROVISIONING_FAILED
+    assert order.rental_reason == str(services.MACHINE_FAILED)
+    assert node.name not in order.rental_reason
+    node.refresh_from_db()
+    assert node.state == NodeState.MAINTENANCE  # at once, not at the next inspection
+    assert node.state_reason.startswith("The node refused a step: ")
+    assert "nvidia-smi" in node.state_reason
+    assert capacity.units_free(offer=offer) == 0
+    step = node_health.rental_steps(order)[-1]
+    assert "nvidia-smi" in step.data["detail"]
+
+
+def own_account_prefix(lab, host):
+    """This module's test-host hook: the lab's hosts share one account database (a real
+    fleet's machines do not), so the second host gets a prefix of its own for the test;
+    returns the undo (restore its agent settings, remove its accounts)."""
+    import json
+    import pwd
+    import subprocess
+
+    path = host.base / "agent" / "agent.json"
+    original = path.read_text()
+    config = json.loads(original)
+    prefix = lab.account_prefix[:-1] + "y-"
+    path.write_text(json.dumps(config | {"prefix": prefix}))
+
+    def undo():
+        path.write_text(original)
+        for entry in pwd.getpwall():
+            if entry.pw_name.startswith(prefix):
+                subprocess.run(["pkill", "-KILL", "-u", entry.pw_name], check=False)
+                subprocess.run(["userdel", entry.pw_name], check=False)
+                subprocess.run(["groupdel", entry.pw_name], check=False)
+
+    return undo
+
+
+def test_a_two_node_rental_lists_both_nodes_in_its_access_and_both_logins_work(lab, client):
+    from kernodeck.orders.api import access_out
+    from kernodeck.provisioning import selectors
+    from kernodeck.provisioning.drivers import driver_for
+    from tests.factories import PASSWORD
+    from tests.provisioning.test_ssh_provisioning import login
+
+    first, second = lab.hosts
+    offer = make_offer(units_total=0)
+    nodes = [ssh_node(offer, first), ssh_node(offer, second)]
+    customer, key_path = customer_with_key(lab, "laptop")
+    units = first.gpu_count + 1  # more than one node holds: both
+    undo = own_account_prefix(lab, second)
+    try:
+        order = settle(make_order(owner=customer, offer=offer, units=units, preparation="python"))
+        steps = [e.data["detail"][:300] for e in node_health.rental_steps(order)]
+        assert order.rental_state == RentalState.ACTIVE, steps
+
+        access = selectors.access_for_owner(order=order)
+        assert [(n.host, n.port, n.gpus) for n in access.nodes] == [
+            (first.address, first.port, tuple(range(first.gpu_count))),
+            (second.address, second.port, (0,)),
+        ]
+        assert (access.host, access.port) == (first.address, first.port)  # one-node fields
+        assert access.nodes[1].ssh_command.endswith(f"@{second.address}")
+        # Both logins work with the customer's key and see that node's GPUs.
+        [on_second] = driver_for("ssh").node_status(selectors.node_ref(nodes[1]))
+        users = [access.nodes[0].user, on_second["account"]]
+        for host, user, entry in zip((first, second), users, access.nodes, strict=True):
+            probe = login(host, user, key_path, "echo $CUDA_VISIBLE_DEVICES")
+            assert probe.returncode == 0, probe.stderr
+            assert probe.stdout.strip() == ",".join(str(i) for i in entry.gpus)
+
+        body = access_out(access)  # what GET /api/v1/orders/{reference} answers as access
+        assert [n["host"] for n in body["nodes"]] == [first.address, second.address]
+        assert body["nodes"][1]["gpus"] == [0]
+        assert body["host"] == first.address
+        assert client.login(email=customer.email, password=PASSWORD)
+        page = client.get(f"/orders/{order.reference}/").content.decode()
+        assert access.nodes[1].ssh_command in page
+    finally:
+        undo()
