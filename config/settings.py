@@ -7,8 +7,12 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from kernodeck.core import defaults
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("KERNODECK_VAR_DIR", BASE_DIR / "var"))
+# State (SQLite files, the demo's keys): KERNODECK_VAR_DIR, else the checkout's var/ (or, for
+# an installed package, var/ of the working directory): see kernodeck/core/defaults.py.
+VAR_DIR = defaults.var_dir()
 
 
 def env_bool(name, default=False):
@@ -75,7 +79,7 @@ if not SECRET_KEY:
             "KERNODECK_SECRET_KEY is required when KERNODECK_DEBUG is off. "
             "Generate one with: python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
         )
-    SECRET_KEY = "insecure-development-key-only-for-KERNODECK_DEBUG-on"  # noqa: S105
+    SECRET_KEY = defaults.DEVELOPMENT_SECRET_KEY
 
 ALLOWED_HOSTS = env_list("KERNODECK_ALLOWED_HOSTS", "localhost,127.0.0.1" if DEBUG else "")
 CSRF_TRUSTED_ORIGINS = env_list("KERNODECK_CSRF_TRUSTED_ORIGINS")
@@ -236,7 +240,7 @@ KERNODECK_CATALOG_CACHE_SECONDS = int(os.environ.get("KERNODECK_CATALOG_CACHE_SE
 KERNODECK_FIELD_KEYS = env_list("KERNODECK_FIELD_KEYS")
 if not KERNODECK_FIELD_KEYS and DEBUG:
     # Development only; `check --deploy` refuses a production set-up without real keys.
-    KERNODECK_FIELD_KEYS = ["ZGV2ZWxvcG1lbnQtb25seS1maWVsZC1rZXktMDAwMDA="]
+    KERNODECK_FIELD_KEYS = [defaults.DEVELOPMENT_FIELD_KEY]
 KERNODECK_PROVISIONING_DRIVERS = {
     "manual": "kernodeck.provisioning.drivers.manual.ManualDriver",
     "ssh": "kernodeck.provisioning.drivers.ssh.SshDriver",
@@ -360,6 +364,9 @@ if urlsplit(KERNODECK_SITE_URL).scheme not in {"http", "https"}:
 # HTTPS: on in production (behind a TLS proxy that sets X-Forwarded-Proto), off for
 # DEBUG and for the local demo, which serves plain http://127.0.0.1:8000.
 KERNODECK_HTTPS = env_bool("KERNODECK_HTTPS", default=not DEBUG)
+# Production with HTTPS off must say why (e.g. a private network only); `check --deploy`
+# refuses HTTPS off without it (kernodeck/core/checks.py).
+KERNODECK_HTTPS_OFF_REASON = os.environ.get("KERNODECK_HTTPS_OFF_REASON", "").strip()
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_HTTPONLY = True

@@ -9,7 +9,8 @@
         host.rotate_host_key()         # a new host key, as after a reinstall
 
 Each host gets a namespace `kdssh<pid>h<i>` with a veth pair (the host end in the root
-namespace), a /30 inside 10.0.0.0/8 derived from the test process id, its own host key, the
+namespace), a /30 inside the lab's own /27 of 10.0.0.0/8 (derived from the test process id),
+its own host key, the
 operator key for root (through a `Match User root` block, so the machine's own root keys are
 never read or changed), stand-in GPU device files under its agent `--root`, and an
 `nvidia-smi` stand-in that prints the documented CSV. The filesystem and the account
@@ -18,6 +19,12 @@ database are the machine's own: every account the agent creates carries the pref
 and the files, also after a failed test. Where namespaces cannot be made, the same servers
 listen on loopback ports, and `cut()` stops the server instead. Without root or sshd the
 tests skip with that reason.
+
+Nothing meant for a test host can leave by the default route: before the first host exists
+the lab adds an `unreachable` route for its whole /27 (removed after the last host is gone),
+and each host end ignores its connected route while the link is down. `cut()` downs the
+node-side end of the veth, so the host's address falls to the catch-all and connections fail
+at once with "No route to host", whatever state the links are in.
 """
 
 from __future__ import annotations
@@ -250,24 +257,36 @@ class TestHost:
         self.start()
 
     def cut(self) -> None:
-        """The node becomes unreachable: its link goes down (or its server stops).
+        """The node becomes unreachable: the node-side end of its link goes down (or, on
+        loopback, its server stops).
 
-        An `unreachable` route for its address makes connections fail at once instead of
-        waiting for a timeout, which keeps the tests quick.
+        The host end then ignores its connected route and the address falls to the lab's
+        catch-all `unreachable` route: connections fail at once instead of waiting for a
+        timeout, and nothing can take the default route.
         """
         if self.link:
-            _run("ip", "link", "set", self.link, "down")
-            _run("ip", "route", "add", "unreachable", f"{self.address}/32", check=False)
+            self._node_link("down")
         else:
             self.stop()
 
     def restore(self) -> None:
         if self.link:
-            _run("ip", "route", "del", "unreachable", f"{self.address}/32", check=False)
-            _run("ip", "link", "set", self.link, "up")
+            self._node_link("up")
             _wait_listening(self.address, self.port)
         else:
             self.start()
+
+    def _node_link(self, state: str) -> None:
+        inner = self.lab.node_link_name(self.index)
+        _run("ip", "netns", "exec", self.namespace, "ip", "link", "set", inner, state)
+        if state == "down":
+            # The host end learns of the lost carrier a moment later (the kernel's link
+            # watch): return once the address no longer routes, so cut() means cut.
+            deadline = time.monotonic() + 10
+            while _run("ip", "route", "get", self.address, check=False).returncode == 0:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{self.name}: the link went down but still routes")
+                time.sleep(0.02)
 
     def ssh_argv(self, user: str, key_path: Path | str, *extra: str) -> list[str]:
         """The `ssh` client command a customer would type, with test-only host-key handling."""
@@ -313,6 +332,7 @@ class SshLab:
         self.base = Path(tempfile.mkdtemp(prefix=f"kdssh-{self.pid}-", dir=LAB_PARENT))
         self.base.chmod(0o755)
         self.mode = "namespaces"
+        self.catch_all: str | None = None  # the lab's `unreachable` route, while it exists
 
     # --- keys
 
@@ -338,16 +358,39 @@ class SshLab:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    MAX_HOSTS = 8  # eight /30s fill the lab's /27
+
+    def _range(self) -> str:
+        """The lab's /27 of 10.0.0.0/8, from the process id: every host address is in it."""
+        base = (10 << 24) + ((self.pid * self.MAX_HOSTS) % (1 << 22)) * 4
+        return f"{socket.inet_ntoa(base.to_bytes(4, 'big'))}/27"
+
     def _subnet(self, i: int) -> tuple[str, str]:
-        """A /30 of 10.0.0.0/8 from the process id and host number (host end, node end)."""
-        block = ((self.pid * 8) + i) % (1 << 22)
+        """A /30 of the lab's /27 from the host number (host end, node end)."""
+        if not 0 <= i < self.MAX_HOSTS:
+            raise ValueError(f"a lab has at most {self.MAX_HOSTS} hosts")
+        block = ((self.pid * self.MAX_HOSTS) + i) % (1 << 22)
         base = (10 << 24) + block * 4
         dotted = [socket.inet_ntoa(int(base + n).to_bytes(4, "big")) for n in (1, 2)]
         return dotted[0], dotted[1]
 
+    def node_link_name(self, i: int) -> str:
+        return f"kd{self.pid}{i}n"
+
+    def _add_catch_all(self) -> bool:
+        """The `unreachable` route for the whole lab range, before any host exists."""
+        if self.catch_all is None:
+            target = self._range()
+            if _run("ip", "route", "add", "unreachable", target, check=False).returncode:
+                return False
+            self.catch_all = target
+        return True
+
     def _make_namespace(self, host: TestHost) -> bool:
+        if not self._add_catch_all():
+            return False
         name = f"kdssh{self.pid}h{host.index}"
-        outer, inner = f"kd{self.pid}{host.index}h", f"kd{self.pid}{host.index}n"
+        outer, inner = f"kd{self.pid}{host.index}h", self.node_link_name(host.index)
         if _run("ip", "netns", "add", name, check=False).returncode != 0:
             return False
         self.namespaces.append(name)
@@ -357,6 +400,13 @@ class SshLab:
             return False
         self.links.append(outer)
         host_addr, node_addr = self._subnet(host.index)
+        # While the node end is down the host end's connected route is ignored, so the
+        # address falls to the catch-all instead of a dead link (or any other route).
+        ignore = f"/proc/sys/net/ipv4/conf/{outer}/ignore_routes_with_linkdown"
+        try:
+            Path(ignore).write_text("1\n")
+        except OSError:
+            return False
         for argv in (
             ("ip", "link", "set", inner, "netns", name),
             ("ip", "addr", "add", f"{host_addr}/30", "dev", outer),
@@ -401,8 +451,7 @@ class SshLab:
                 device.chmod(0o600)
             host.set_gpus(host.gpu_count)
             if host.link:
-                _run("ip", "route", "del", "unreachable", f"{host.address}/32", check=False)
-                _run("ip", "link", "set", host.link, "up")
+                host._node_link("up")
             if host.process is None or host.process.poll() is not None:
                 host.start()
 
@@ -421,13 +470,13 @@ class SshLab:
                 _kill_uid(entry.pw_uid)
                 _run("userdel", entry.pw_name, check=False)
                 _run("groupdel", entry.pw_name, check=False)
-        for host in hosts:
-            if host.link:
-                _run("ip", "route", "del", "unreachable", f"{host.address}/32", check=False)
         for link in self.links:
             _run("ip", "link", "del", link, check=False)
         for name in self.namespaces:
             _run("ip", "netns", "del", name, check=False)
+        if self.catch_all is not None:  # only once the last host's link is gone
+            _run("ip", "route", "del", "unreachable", self.catch_all, check=False)
+            self.catch_all = None
         shutil.rmtree(self.base, ignore_errors=True)
         self.hosts, self.links, self.namespaces = [], [], []
 

@@ -1,7 +1,10 @@
 """The SSH test hosts themselves: the loopback fallback serves like a namespace host, and
 everything a lab made is gone after it, also when the code inside it failed."""
 
+import errno
+import ipaddress
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -53,3 +56,42 @@ def test_a_failing_lab_leaves_no_namespace_account_link_or_file():
     )
     links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
     assert f"kd{os.getpid()}0h" not in links
+
+
+def routes() -> str:
+    return subprocess.run(["ip", "route"], capture_output=True, text=True, check=True).stdout
+
+
+def route_to(address: str) -> tuple[int, str]:
+    done = subprocess.run(["ip", "route", "get", address], capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_cut_host_is_unreachable_at_once_and_never_by_the_default_route():
+    with SshLab(hosts=1) as lab:
+        if lab.mode != "namespaces":
+            pytest.skip("network namespaces are not available here")
+        host = lab.hosts[0]
+        catch_all = lab.catch_all
+        assert catch_all and f"unreachable {catch_all}" in routes()
+        assert host.address in _addresses_of(catch_all)
+        _code, path = route_to(host.address)
+        assert f"dev {host.link}" in path
+
+        host.cut()
+        code, path = route_to(host.address)
+        assert code != 0 and "No route to host" in path, path  # the catch-all, not a dead link
+        with socket.socket() as sock:
+            sock.settimeout(20)  # a hang guard only; the answer is immediate
+            assert sock.connect_ex((host.address, host.port)) == errno.EHOSTUNREACH
+
+        host.restore()
+        _code, path = route_to(host.address)
+        assert f"dev {host.link}" in path
+
+    # Gone with the last host, and only then.
+    assert f"unreachable {catch_all}" not in routes()
+
+
+def _addresses_of(network: str) -> list[str]:
+    return [str(address) for address in ipaddress.ip_network(network)]

@@ -47,26 +47,63 @@ def _run(args: list[str], env: dict[str, str]) -> None:
         raise BackupError(result.stderr.strip() or f"{args[0]} exited with {result.returncode}")
 
 
+def private_folder(folder: Path) -> Path:
+    """Create `folder` and its missing parents as 0700 (whatever the umask); folders that
+    already exist keep their mode."""
+    folder = target = Path(folder)
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    for path in reversed(missing):
+        path.mkdir(mode=0o700, exist_ok=True)
+        path.chmod(0o700)
+    return target
+
+
+def _private_file(path: Path) -> None:
+    """Create `path`, empty and readable by its owner only, before any byte is written."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask
+    finally:
+        os.close(fd)
+
+
 def database_backup(*, destination: Path) -> Path:
     """Write a consistent copy of the live database to `destination`.
 
     SQLite: the online backup API copies pages while other processes keep writing (WAL).
     PostgreSQL: `pg_dump` in its custom format, one snapshot.
+    The file holds every row: it is written 0600 (missing folders above it are created
+    0700) under a temporary name, then renamed, so a failed backup leaves no partial file
+    and never replaces an older one.
     """
     destination = Path(destination)
-    destination.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(destination.parent)
     connection.ensure_connection()
-    if connection.vendor == "sqlite":
-        target = sqlite3.connect(destination)
-        try:
-            connection.connection.backup(target)
-        finally:
-            target.close()
-    elif connection.vendor == "postgresql":
-        args, env = _postgres_command("pg_dump")
-        _run([*args, "--format=custom", "--file", str(destination)], env)
-    else:  # pragma: no cover - only the two supported databases exist
+    if connection.vendor not in {"sqlite", "postgresql"}:  # pragma: no cover
         raise BackupError(f"Backups are not supported on {connection.vendor}.")
+    partial = destination.with_name(f".{destination.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    _private_file(partial)
+    try:
+        if connection.vendor == "sqlite":
+            target = sqlite3.connect(partial)
+            try:
+                connection.connection.backup(target)
+            finally:
+                target.close()
+        else:
+            args, env = _postgres_command("pg_dump")
+            # pg_dump truncates the existing 0600 file and keeps its mode.
+            _run([*args, "--format=custom", "--file", str(partial)], env)
+        os.replace(partial, destination)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     return destination
 
 

@@ -5,6 +5,8 @@ import os
 import secrets
 from pathlib import Path
 
+from kernodeck.core import defaults
+
 DEMO_HOST = "127.0.0.1"
 DEMO_PORT = 8000
 SIMULATOR_STATE = "chain-simulator.json"  # under var/: the simulated chains
@@ -12,8 +14,7 @@ SIMULATOR_PORT_FILE = "chain-simulator.port"  # under var/: written by the runni
 
 
 def var_dir() -> Path:
-    base = Path(__file__).resolve().parent.parent.parent
-    return Path(os.environ.get("KERNODECK_VAR_DIR", base / "var"))
+    return defaults.var_dir()  # the same folder as the settings' VAR_DIR
 
 
 def simulator_environment(base_url: str) -> dict[str, str]:

@@ -5,8 +5,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kernodeck.core.defaults import default_var_dir
+
 ROOT = Path(__file__).resolve().parents[2]
-FIELD_KEY = "bWFkZS11cC10ZXN0LWtleS1mb3Itc2V0dGluZ3MtMDA="  # 32 bytes, a test value
 
 
 def run_kernodeck(tmp_path, *args, **env):
@@ -33,36 +34,6 @@ def test_production_mode_without_a_secret_key_refuses_to_start(tmp_path):
     assert result.returncode == 2
     assert "KERNODECK_SECRET_KEY is required when KERNODECK_DEBUG is off" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-def test_production_settings_pass_the_deploy_check(tmp_path):
-    result = run_kernodeck(
-        tmp_path,
-        "check",
-        "--deploy",
-        "--fail-level",
-        "WARNING",
-        KERNODECK_SECRET_KEY="k" * 20 + "Zq8-veryRandomLookingSecret_value_42x",
-        KERNODECK_ALLOWED_HOSTS="gpu.example.org",
-        KERNODECK_FIELD_KEYS=FIELD_KEY,
-    )
-
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "System check identified no issues (0 silenced)." in result.stdout
-
-
-def test_the_deploy_check_refuses_production_without_field_keys(tmp_path):
-    result = run_kernodeck(
-        tmp_path,
-        "check",
-        "--deploy",
-        KERNODECK_SECRET_KEY="k" * 20 + "Zq8-veryRandomLookingSecret_value_42x",
-        KERNODECK_ALLOWED_HOSTS="gpu.example.org",
-    )
-
-    assert result.returncode == 1
-    assert "provisioning.E001" in result.stderr
-    assert "KERNODECK_FIELD_KEYS is not set" in result.stderr
 
 
 def test_a_field_key_that_is_not_a_fernet_key_stops_the_process(tmp_path):
@@ -97,3 +68,37 @@ def test_a_private_extended_key_stops_the_process_at_start_up(tmp_path):
     assert "private" in result.stderr.lower()
     assert xprv not in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_source_checkout_keeps_its_state_in_its_own_var_folder(tmp_path):
+    # Run from another folder: the default does not depend on the working directory.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KERNODECK_", "DJANGO_"))}
+    env.update(PYTHONPATH=str(ROOT), KERNODECK_DEBUG="1")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from config import settings; print(settings.VAR_DIR); print(settings.DATABASE_URL)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        str(ROOT / "var"),
+        f"sqlite:///{ROOT / 'var' / 'kernodeck.db'}",
+    ]
+
+
+def test_an_installed_package_keeps_its_state_under_the_working_directory(tmp_path, monkeypatch):
+    site_packages = tmp_path / "site-packages"  # no pyproject.toml: not a checkout
+    site_packages.mkdir()
+    monkeypatch.chdir(tmp_path)
+
+    assert default_var_dir(site_packages) == tmp_path.resolve() / "var"
+    (site_packages / "pyproject.toml").write_text("[project]\n")
+    assert default_var_dir(site_packages) == site_packages / "var"
