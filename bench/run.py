@@ -37,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = ROOT / ".venv" / "bin" / "python"
 DATABASE = "kernodeck_bench"
+REDIS_DB = 14
 
 
 def free_port() -> int:
@@ -45,7 +46,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def environment(port: int) -> dict[str, str]:
+def environment(
+    port: int, *, database: str = DATABASE, redis_db: int = REDIS_DB
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNODECK_")}
     env.update(
         {
@@ -55,8 +58,8 @@ def environment(port: int) -> dict[str, str]:
             "KERNODECK_SECRET_KEY": "bench-" + "k" * 60,
             "KERNODECK_HTTPS": "off",
             "KERNODECK_ALLOWED_HOSTS": "127.0.0.1",
-            "KERNODECK_DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{DATABASE}",
-            "KERNODECK_REDIS_URL": "redis://127.0.0.1:6379/14",
+            "KERNODECK_DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{database}",
+            "KERNODECK_REDIS_URL": f"redis://127.0.0.1:6379/{redis_db}",
             "KERNODECK_THROTTLE": "off",
             "KERNODECK_VAR_DIR": tempfile.mkdtemp(prefix="kernodeck-bench-"),
             "KERNODECK_LOG_LEVEL": "WARNING",
@@ -70,10 +73,12 @@ def run(args, env, **kwargs):
 
 
 def prepare_database(env, orders: int, pay_orders: int) -> dict:
+    database = env["KERNODECK_DATABASE_URL"].rsplit("/", 1)[1]
+    redis_db = env["KERNODECK_REDIS_URL"].rsplit("/", 1)[1]
     psql = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc"]
-    run([*psql, f"DROP DATABASE IF EXISTS {DATABASE}"], env)
-    run([*psql, f"CREATE DATABASE {DATABASE}"], env)
-    run(["redis-cli", "-n", "14", "FLUSHDB"], env, stdout=subprocess.DEVNULL)
+    run([*psql, f"DROP DATABASE IF EXISTS {database}"], env)
+    run([*psql, f"CREATE DATABASE {database}"], env)
+    run(["redis-cli", "-n", redis_db, "FLUSHDB"], env, stdout=subprocess.DEVNULL)
     run([str(PYTHON), "-m", "kernodeck", "migrate", "-v", "0"], env)
     out = run(
         [str(PYTHON), "bench/seed.py", str(orders), str(pay_orders)],

@@ -2,9 +2,12 @@
 
 from django.apps import apps
 from django.db import IntegrityError, connection, transaction
+from django.utils.translation import gettext as _
 
 from kernodeck.accounts.locks import lock_account
+from kernodeck.core.errors import NotFound
 from kernodeck.orders import locks as order_locks
+from kernodeck.orders.models import Order
 from kernodeck.payments.models import AddressCounter, PaymentIntent
 
 
@@ -49,6 +52,24 @@ def counter_take_index(*, chain: str, wallet_fingerprint: str) -> int:
             cursor.execute(statement, [chain, wallet_fingerprint])
             row = cursor.fetchone()
     return row[0] - 1
+
+
+def lock_order_of_owner(*, owner_id: int, reference: str):
+    """Lock the owner's account, then the owner's order with this reference (NotFound, a
+    404, when the owner has none: another customer's order is never locked nor named).
+
+    The account comes first, as in `orders.locks.lock_order`; the order is found and locked
+    in one statement, so it need not be read before the locks."""
+    account = lock_account(owner_id)
+    order = (
+        Order.objects.select_for_update(no_key=True)
+        .filter(owner_id=owner_id, reference=str(reference or "").upper()[:16])
+        .first()
+    )
+    if order is None:
+        raise NotFound(_("No order with this reference on your account."))
+    order.owner = account  # just read under its lock
+    return order
 
 
 def lock_topup(topup_id):
