@@ -1,12 +1,12 @@
 """Payment actions: exchange rates, payment instructions ("intents"), declarations."""
 
+import functools
 import logging
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import OuterRef, Subquery
+from django.db import connection, transaction
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts import throttle
@@ -17,7 +17,7 @@ from kernodeck.core.services import audit_event, audit_record, audit_record_all
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders import services as order_services
-from kernodeck.payments import locks, methods, registry, selectors, uris
+from kernodeck.payments import locks, methods, registry, rows, selectors, uris
 from kernodeck.payments.amounts import crypto_amount
 from kernodeck.payments.models import (
     ClosedReason,
@@ -138,34 +138,33 @@ def rate_for_instructions(asset: str) -> Rate:
 # -- payment instructions ------------------------------------------------------------
 
 
+_METHOD = rows.Columns(PaymentMethod, "m")
+_RATE = rows.Columns(Rate, "r")
+
+
+@functools.cache
+def _method_with_rate_statement(vendor: str) -> str:
+    # The column lists come from the models, never from input.
+    return (
+        f"SELECT {_METHOD.sql()}, {_RATE.sql()} FROM payments_paymentmethod m "  # noqa: S608
+        "LEFT JOIN payments_rate r ON r.id = (SELECT n.id FROM payments_rate n "
+        "WHERE n.asset = m.asset AND n.fetched_at >= %s "
+        "ORDER BY n.fetched_at DESC, n.id DESC LIMIT 1) "
+        "WHERE m.code = %s"
+    )
+
+
 def _method_with_rate(code: str) -> tuple[PaymentMethod | None, Rate | None]:
-    """The method and its asset's fresh rate (see `selectors.rate_current`) in one statement:
-    the rate's columns are subqueries of the method's row."""
+    """The method and its asset's fresh rate (as `selectors.rate_current` reads it: the
+    newest younger than KERNODECK_RATE_MAX_AGE) in one statement written once."""
     fresh_since = clock.now() - timedelta(seconds=settings.KERNODECK_RATE_MAX_AGE)
-    rates = Rate.objects.filter(asset=OuterRef("asset"), fetched_at__gte=fresh_since).order_by(
-        "-fetched_at", "-id"
-    )
-    row = (
-        PaymentMethod.objects.filter(code=str(code or ""))
-        .annotate(
-            rate_id=Subquery(rates.values("id")[:1]),
-            rate_usd_per_coin=Subquery(rates.values("usd_per_coin")[:1]),
-            rate_source=Subquery(rates.values("source")[:1]),
-            rate_fetched_at=Subquery(rates.values("fetched_at")[:1]),
-            rate_entered_by_id=Subquery(rates.values("entered_by_id")[:1]),
-        )
-        .first()
-    )
-    if row is None or row.rate_id is None:
-        return row, None
-    return row, Rate(
-        id=row.rate_id,
-        asset=row.asset,
-        usd_per_coin=row.rate_usd_per_coin,
-        source=row.rate_source,
-        fetched_at=row.rate_fetched_at,
-        entered_by_id=row.rate_entered_by_id,
-    )
+    statement = _method_with_rate_statement(connection.vendor)
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [rows.datetime_param(fresh_since), str(code or "")])
+        row = cursor.fetchone()
+    if row is None:
+        return None, None
+    return _METHOD.load(row[: len(_METHOD)]), _RATE.load(row[len(_METHOD) :])
 
 
 def _usable_method(code: str, method: PaymentMethod | None = None) -> PaymentMethod:
@@ -422,7 +421,7 @@ def _payment_intent_create_for_order(*, order, method_code: str, actor, prepared
 def _create_for_locked_order(*, order, method_code: str, actor, prepared) -> PaymentIntent:
     """The rest of the order's instructions, under the account's and the order's locks."""
     order_selectors.order_check_payable(order)
-    intents = list(selectors.intents_for_order(order=order))
+    intents = locks.intents_of_locked_order(order)
     live = selectors.live_intent(intents)
     if live is not None:
         raise Conflict(
