@@ -57,6 +57,10 @@ def review_queue(request):
     )
     _with_case_urls(intents, "backoffice:intent_case", uuid.UUID(int=0))
     _with_case_urls(transfers, "backoffice:transfer_case", 999999999)
+    # The kinds' words once per page (get_kind_display hashes every lazy choice per row).
+    kinds = {value: str(label) for value, label in Transfer._meta.get_field("kind").choices}
+    for transfer in transfers.object_list:
+        transfer.kind_label = kinds.get(transfer.kind, transfer.kind)
     return render(
         request,
         "backoffice/review_queue.html",
