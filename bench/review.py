@@ -41,7 +41,7 @@ def main() -> int:
     import django
 
     django.setup()
-    from django.db import connection
+    from django.db import connections
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
@@ -53,7 +53,7 @@ def main() -> int:
     load = os.getloadavg()[0]
     for _ in range(3):
         client.get("/backoffice/review/")
-    with CaptureQueriesContext(connection) as captured:
+    with CaptureQueriesContext(connections["default"]) as captured:
         page = client.get("/backoffice/review/")
     assert page.status_code == 200, page.status_code
     rows = page.content.count(b"<tr>") - 3  # less the three tables' header rows
