@@ -3,6 +3,7 @@
 
     python3 bench/run.py [--duration 10] [--connections 16] [--orders 100]
                          [--skip-watcher] [--skip-growth] [--growth-scale 1.0]
+                         [--database kernodeck_bench] [--redis-db 14]
 
 Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres), Redis on 127.0.0.1:6379 and
 Debian's `wrk`; uses ./.venv (run `python3 dev.py test --version` once to create it). It
@@ -10,7 +11,10 @@ creates a scratch database `kernodeck_bench`, seeds it, starts `kernodeck serve`
 endpoint with wrk over loopback and prints req/s, p50, p99, queries per request and the
 ratio to the trivial JSON view measured in the same run (loaded again after every
 endpoint, and each ratio taken against the two loads around it, because the load of a
-shared machine drifts within a run), then memory per web process.
+shared machine drifts within a run), then memory per web process. Every row also gets its
+ratio to two floors loaded before the first row and after the last: `/healthz` (answered by
+the first middleware) and a raw WSGI hello-world (bench/hello.py, no Django) under gunicorn
+with `kernodeck serve`'s settings; the load average at the start and the end is printed.
 The last row creates payment instructions (`POST /api/v1/orders/{reference}/payments`,
 BTC) with 8 clients, each request for a fresh order pre-created by the seed.
 Then it runs the two other benchmarks and prints their tables: the chain watcher over
@@ -37,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = ROOT / ".venv" / "bin" / "python"
 DATABASE = "kernodeck_bench"
+REDIS_DB = 14
 
 
 def free_port() -> int:
@@ -45,7 +50,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def environment(port: int) -> dict[str, str]:
+def environment(
+    port: int, *, database: str = DATABASE, redis_db: int = REDIS_DB
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNODECK_")}
     env.update(
         {
@@ -55,8 +62,8 @@ def environment(port: int) -> dict[str, str]:
             "KERNODECK_SECRET_KEY": "bench-" + "k" * 60,
             "KERNODECK_HTTPS": "off",
             "KERNODECK_ALLOWED_HOSTS": "127.0.0.1",
-            "KERNODECK_DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{DATABASE}",
-            "KERNODECK_REDIS_URL": "redis://127.0.0.1:6379/14",
+            "KERNODECK_DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{database}",
+            "KERNODECK_REDIS_URL": f"redis://127.0.0.1:6379/{redis_db}",
             "KERNODECK_THROTTLE": "off",
             "KERNODECK_VAR_DIR": tempfile.mkdtemp(prefix="kernodeck-bench-"),
             "KERNODECK_LOG_LEVEL": "WARNING",
@@ -70,10 +77,12 @@ def run(args, env, **kwargs):
 
 
 def prepare_database(env, orders: int, pay_orders: int) -> dict:
+    database = env["KERNODECK_DATABASE_URL"].rsplit("/", 1)[1]
+    redis_db = env["KERNODECK_REDIS_URL"].rsplit("/", 1)[1]
     psql = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc"]
-    run([*psql, f"DROP DATABASE IF EXISTS {DATABASE}"], env)
-    run([*psql, f"CREATE DATABASE {DATABASE}"], env)
-    run(["redis-cli", "-n", "14", "FLUSHDB"], env, stdout=subprocess.DEVNULL)
+    run([*psql, f"DROP DATABASE IF EXISTS {database}"], env)
+    run([*psql, f"CREATE DATABASE {database}"], env)
+    run(["redis-cli", "-n", redis_db, "FLUSHDB"], env, stdout=subprocess.DEVNULL)
     run([str(PYTHON), "-m", "kernodeck", "migrate", "-v", "0"], env)
     out = run(
         [str(PYTHON), "bench/seed.py", str(orders), str(pay_orders)],
@@ -112,6 +121,50 @@ def start_server(env, port: int, workers: int) -> subprocess.Popen:
             time.sleep(0.3)
     server.kill()
     sys.exit("the server did not become ready within 60 s")
+
+
+def start_hello(env, port: int, workers: int) -> subprocess.Popen:
+    """bench/hello.py (raw WSGI) under gunicorn with `kernodeck serve`'s settings."""
+    sys.path.insert(0, str(ROOT))
+    from kernodeck.core.management.commands.serve import worker_recycling
+
+    max_requests, jitter = worker_recycling(env)
+    server = subprocess.Popen(
+        [
+            str(PYTHON),
+            "-m",
+            "gunicorn",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--threads",
+            "4",
+            "--worker-class",
+            "gthread",
+            "--keep-alive",
+            "5",
+            "--max-requests",
+            str(max_requests),
+            "--max-requests-jitter",
+            str(jitter),
+            "bench.hello:application",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2):
+                return server
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    sys.exit("the hello-world server did not start within 30 s")
 
 
 WRK_THREADS = 2
@@ -228,6 +281,8 @@ def main() -> int:
         help="payment methods the instructions use in turn, comma-separated (default: "
         "btc-bitcoin, one chain: every request takes the same address counter)",
     )
+    parser.add_argument("--database", default=DATABASE, help="scratch database (dropped first)")
+    parser.add_argument("--redis-db", type=int, default=REDIS_DB, help="Redis database (flushed)")
     options = parser.parse_args()
     for tool in ("wrk", "psql", "redis-cli"):
         if shutil.which(tool) is None:
@@ -238,8 +293,8 @@ def main() -> int:
         sys.exit("create the virtual environment first: python3 dev.py test --version")
 
     port = free_port()
-    env = environment(port)
-    print(f"seeding {DATABASE} ({options.orders} orders) …", flush=True)
+    env = environment(port, database=options.database, redis_db=options.redis_db)
+    print(f"seeding {options.database} ({options.orders} orders) …", flush=True)
     # Enough fresh orders for instructions at 1 000/s, and two for counting queries.
     seed = prepare_database(env, options.orders, 1000 * options.duration + 2)
     workers = options.workers or min(2 * (os.cpu_count() or 1) + 1, 12)
@@ -291,8 +346,27 @@ def main() -> int:
         )
     )
     connections = {cases[-1][0]: options.pay_clients}
+    hello_port = free_port()
+    hello = start_hello(env, hello_port, workers)
+    floors = {"/healthz": [], "hello": []}  # req/s, loaded before the first row and after the last
+
+    def load_floors():
+        floors["/healthz"].append(
+            wrk(base + "/healthz", duration=options.duration, connections=options.connections)
+        )
+        floors["hello"].append(
+            wrk(
+                f"http://127.0.0.1:{hello_port}/",
+                duration=options.duration,
+                connections=options.connections,
+            )
+        )
+
+    load_start = os.getloadavg()
     try:
         queries = count_queries(env, [case[3] for case in cases])
+        print("loading /healthz and the raw WSGI hello-world …", flush=True)
+        load_floors()
         results = []
         # The trivial view is loaded again after every endpoint: on a shared machine the
         # load drifts within a run, so each ratio compares with the baselines around it.
@@ -313,10 +387,14 @@ def main() -> int:
                     connections=options.connections,
                 )
             baselines.append(figures["rps"])
+        print("loading /healthz and the raw WSGI hello-world again …", flush=True)
+        load_floors()
         memory = memory_per_process(server)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        for process in (server, hello):
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=30)
+    load_end = os.getloadavg()
 
     print()
     print(
@@ -324,21 +402,43 @@ def main() -> int:
         f"threads; wrk: {WRK_THREADS} threads, {options.connections} connections "
         f"({options.pay_clients} for payment instructions), {options.duration} s"
     )
-    columns = ["what".ljust(44), "   req/s", " p50 ms", " p99 ms", "queries", "ratio", "non-2xx"]
+    floor = {name: sum(f["rps"] for f in runs) / len(runs) for name, runs in floors.items()}
+    results += [
+        (f"GET /healthz (first middleware), {label}", figures, 0)
+        for label, figures in zip(("before", "after"), floors["/healthz"], strict=True)
+    ]
+    results += [
+        (f"raw WSGI hello-world, same gunicorn, {label}", figures, 0)
+        for label, figures in zip(("before", "after"), floors["hello"], strict=True)
+    ]
+    columns = ["what".ljust(44), "   req/s", " p50 ms", " p99 ms", "queries", "ratio"]
+    columns += ["/healthz", "  hello", "non-2xx"]
     header = "| " + " | ".join(columns) + " |"
     print(header)
     print("|" + "|".join("-" * (len(part)) for part in header.split("|")[1:-1]) + "|")
     for i, (name, figures, n_queries) in enumerate(results):
-        around = (baselines[max(i - 1, 0)] + baselines[i]) / 2
+        if i < len(baselines):
+            around = (baselines[max(i - 1, 0)] + baselines[i]) / 2
+            ratio = f"{figures['rps'] / around:>5.2f}"
+        else:
+            ratio = "    -"
         print(
             f"| {name:<44} | {figures['rps']:>8.0f} | {figures['p50_ms']:>7.1f} | "
-            f"{figures['p99_ms']:>7.1f} | {n_queries:>7} | {figures['rps'] / around:>5.2f} | "
+            f"{figures['p99_ms']:>7.1f} | {n_queries:>7} | {ratio} | "
+            f"{figures['rps'] / floor['/healthz']:>8.3f} | "
+            f"{figures['rps'] / floor['hello']:>7.3f} | "
             f"{figures['errors']:>7} |"
         )
     print()
     print(
         "ratio: req/s over the mean of the trivial view's req/s just before and just after "
-        f"the row (trivial view, in order: {', '.join(f'{rps:.0f}' for rps in baselines)})"
+        f"the row (trivial view, in order: {', '.join(f'{rps:.0f}' for rps in baselines)}); "
+        "/healthz and hello: req/s over the mean of that floor's loads before the first row "
+        f"and after the last ({floor['/healthz']:.0f} and {floor['hello']:.0f} req/s)"
+    )
+    print(
+        f"load average: {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end; "
+        f"workers recycled after {env.get('KERNODECK_WEB_MAX_REQUESTS') or 'the default'} requests"
     )
     print(f"memory (RSS, MiB): master {memory[0]}, workers {', '.join(map(str, memory[1:]))}")
     others(options)

@@ -1,8 +1,11 @@
 """Operators' screens beyond the Django admin: the payment review queue, chain health."""
 
+import uuid
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
@@ -32,6 +35,16 @@ ACTION_PERMISSIONS = {
 REVIEW_PER_PAGE = 50
 
 
+def _with_case_urls(page, url_name: str, placeholder):
+    """Give each row of `page` its case's URL, reversed once for the page (the row's key
+    replaces a placeholder) instead of once per row."""
+    before, after = reverse(url_name, args=[placeholder]).split(str(placeholder))
+    page.object_list = list(page.object_list)
+    for row in page.object_list:
+        row.case_url = f"{before}{row.pk}{after}"
+    return page
+
+
 @permission_required(REVIEW)
 def review_queue(request):
     """Cases waiting for an operator, 50 a page (`page` for payments, `transfers_page` for
@@ -42,6 +55,12 @@ def review_queue(request):
     transfers = Paginator(review_selectors.review_transfers(), REVIEW_PER_PAGE).get_page(
         request.GET.get("transfers_page")
     )
+    _with_case_urls(intents, "backoffice:intent_case", uuid.UUID(int=0))
+    _with_case_urls(transfers, "backoffice:transfer_case", 999999999)
+    # The kinds' words once per page (get_kind_display hashes every lazy choice per row).
+    kinds = {value: str(label) for value, label in Transfer._meta.get_field("kind").choices}
+    for transfer in transfers.object_list:
+        transfer.kind_label = kinds.get(transfer.kind, transfer.kind)
     return render(
         request,
         "backoffice/review_queue.html",

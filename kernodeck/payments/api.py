@@ -5,7 +5,6 @@ from datetime import datetime
 from ninja import Field, Router, Schema, Status
 
 from kernodeck.core.money import usd_str
-from kernodeck.orders import selectors as order_selectors
 from kernodeck.payments import selectors, services, uris
 from kernodeck.payments.methods import METHODS
 
@@ -111,11 +110,8 @@ def payment_methods(request):
 @router.post("/orders/{reference}/payments", response={201: IntentOut})
 def order_pay(request, reference: str, payload: PayIn):
     """New payment instructions for an order (409 if it already has live ones)."""
-    order = order_selectors.order_get_for_owner(
-        owner=request.auth, reference=reference, with_offer=False
-    )
-    intent = services.payment_intent_create_for_order(
-        order=order, method_code=payload.method, actor=request.auth
+    intent = services.payment_intent_create_for_reference(
+        owner=request.auth, reference=reference, method_code=payload.method, actor=request.auth
     )
     return Status(201, intent_out(intent))
 

@@ -1,11 +1,17 @@
 """Row locks of the payments domain, in the documented order (docs/architecture.md)."""
 
+import functools
+
 from django.apps import apps
 from django.db import IntegrityError, connection, transaction
+from django.utils.translation import gettext as _
 
 from kernodeck.accounts.locks import lock_account
+from kernodeck.core.errors import NotFound
 from kernodeck.orders import locks as order_locks
-from kernodeck.payments.models import AddressCounter, PaymentIntent
+from kernodeck.orders.models import Order
+from kernodeck.payments import rows
+from kernodeck.payments.models import AddressCounter, PaymentIntent, PaymentMethod
 
 
 def lock_counter(*, chain: str, wallet_fingerprint: str) -> AddressCounter:
@@ -49,6 +55,65 @@ def counter_take_index(*, chain: str, wallet_fingerprint: str) -> int:
             cursor.execute(statement, [chain, wallet_fingerprint])
             row = cursor.fetchone()
     return row[0] - 1
+
+
+_ORDER = rows.Columns(Order, "o")
+_INTENT = rows.Columns(PaymentIntent, "i")
+_METHOD = rows.Columns(PaymentMethod, "m")
+
+
+@functools.cache
+def _order_of_owner_statement(vendor: str) -> str:
+    # The column list comes from the model, never from input.
+    return (
+        f"SELECT {_ORDER.sql()} FROM orders_order o "  # noqa: S608
+        "WHERE o.owner_id = %s AND o.reference = %s" + rows.lock_clause()
+    )
+
+
+@functools.cache
+def _intents_of_order_statement(vendor: str) -> str:
+    return (
+        f"SELECT {_INTENT.sql()}, {_METHOD.sql()} FROM payments_paymentintent i "  # noqa: S608
+        "JOIN payments_paymentmethod m ON m.code = i.method_id "
+        "WHERE i.order_id = %s ORDER BY i.created_at DESC"
+    )
+
+
+def lock_order_of_owner(*, owner_id: int, reference: str):
+    """Lock the owner's account, then the owner's order with this reference (NotFound, a
+    404, when the owner has none: another customer's order is never locked nor named).
+
+    The account comes first, as in `orders.locks.lock_order`; the order is found and locked
+    in one statement, so it need not be read before the locks."""
+    account = lock_account(owner_id)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _order_of_owner_statement(connection.vendor),
+            [owner_id, str(reference or "").upper()[:16]],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise NotFound(_("No order with this reference on your account."))
+    order = _ORDER.load(row)
+    order.owner = account  # just read under its lock
+    return order
+
+
+def intents_of_locked_order(order) -> list[PaymentIntent]:
+    """The order's instructions, newest first, with their method (read under the order's
+    lock, after it was taken: a statement of its own, so that it sees every instructions
+    committed before the lock was granted). Each one's `.order` is the given object."""
+    with connection.cursor() as cursor:
+        cursor.execute(_intents_of_order_statement(connection.vendor), [order.pk])
+        found = cursor.fetchall()
+    intents = []
+    for row in found:
+        intent = _INTENT.load(row[: len(_INTENT)])
+        PaymentIntent.method.field.set_cached_value(intent, _METHOD.load(row[len(_INTENT) :]))
+        PaymentIntent.order.field.set_cached_value(intent, order)
+        intents.append(intent)
+    return intents
 
 
 def lock_topup(topup_id):

@@ -1,22 +1,23 @@
 """Payment actions: exchange rates, payment instructions ("intents"), declarations."""
 
+import functools
 import logging
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts import throttle
 from kernodeck.core import clock
-from kernodeck.core.errors import Conflict, InvalidInput, Unavailable
+from kernodeck.core.errors import Conflict, InvalidInput, ServiceError, Unavailable
 from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_event, audit_record, audit_record_all
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders import services as order_services
-from kernodeck.payments import locks, methods, registry, selectors, uris
+from kernodeck.payments import locks, methods, registry, rows, selectors, uris
 from kernodeck.payments.amounts import crypto_amount
 from kernodeck.payments.models import (
     ClosedReason,
@@ -137,8 +138,38 @@ def rate_for_instructions(asset: str) -> Rate:
 # -- payment instructions ------------------------------------------------------------
 
 
-def _usable_method(code: str) -> PaymentMethod:
-    method = PaymentMethod.objects.filter(code=str(code or "")).first()
+_METHOD = rows.Columns(PaymentMethod, "m")
+_RATE = rows.Columns(Rate, "r")
+
+
+@functools.cache
+def _method_with_rate_statement(vendor: str) -> str:
+    # The column lists come from the models, never from input.
+    return (
+        f"SELECT {_METHOD.sql()}, {_RATE.sql()} FROM payments_paymentmethod m "  # noqa: S608
+        "LEFT JOIN payments_rate r ON r.id = (SELECT n.id FROM payments_rate n "
+        "WHERE n.asset = m.asset AND n.fetched_at >= %s "
+        "ORDER BY n.fetched_at DESC, n.id DESC LIMIT 1) "
+        "WHERE m.code = %s"
+    )
+
+
+def _method_with_rate(code: str) -> tuple[PaymentMethod | None, Rate | None]:
+    """The method and its asset's fresh rate (as `selectors.rate_current` reads it: the
+    newest younger than KERNODECK_RATE_MAX_AGE) in one statement written once."""
+    fresh_since = clock.now() - timedelta(seconds=settings.KERNODECK_RATE_MAX_AGE)
+    statement = _method_with_rate_statement(connection.vendor)
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [rows.datetime_param(fresh_since), str(code or "")])
+        row = cursor.fetchone()
+    if row is None:
+        return None, None
+    return _METHOD.load(row[: len(_METHOD)]), _RATE.load(row[len(_METHOD) :])
+
+
+def _usable_method(code: str, method: PaymentMethod | None = None) -> PaymentMethod:
+    if method is None:
+        method = PaymentMethod.objects.filter(code=str(code or "")).first()
     if method is None:
         raise InvalidInput(
             _("Unknown payment method; choose one of %(list)s.")
@@ -162,9 +193,13 @@ def _usable_method(code: str) -> PaymentMethod:
 
 def instructions_prepare(method_code: str) -> tuple[PaymentMethod, Rate]:
     """The usable method and a fresh rate, or the refusal. Call it before taking any lock:
-    in demo mode it may fetch a rate (demo rates answer on demand)."""
-    method = _usable_method(method_code)
-    return method, rate_for_instructions(method.asset)
+    in demo mode it may fetch a rate (demo rates answer on demand).
+
+    The method and a fresh rate are read in one statement; only a missing rate (demo mode
+    fetches one) or a refusal reads again."""
+    method, rate = _method_with_rate(method_code)
+    method = _usable_method(method_code, method)
+    return method, rate or rate_for_instructions(method.asset)
 
 
 def _unique_solana_amount(amount: int) -> int:
@@ -341,42 +376,82 @@ def payment_intent_create_for_order(*, order, method_code: str, actor) -> Paymen
     return intent
 
 
+def payment_intent_create_for_reference(
+    *, owner, reference: str, method_code: str, actor
+) -> PaymentIntent:
+    """`payment_intent_create_for_order` for the owner's order named by `reference`, without
+    reading the order before its lock (the API's path: one statement fewer).
+
+    Another customer's (or an unknown) reference is a 404 before any other answer: a refusal
+    of the throttle or of the method reads the order first and answers 404 if it is not the
+    owner's; under the lock, the order is looked up by reference and owner."""
+    try:
+        instructions_throttle_check(owner.pk)
+        prepared = instructions_prepare(method_code)
+    except ServiceError:
+        order_selectors.order_get_for_owner(owner=owner, reference=reference, with_offer=False)
+        raise
+    intent = _payment_intent_create_for_reference(
+        owner=owner, reference=reference, method_code=method_code, actor=actor, prepared=prepared
+    )
+    instructions_throttle_hit(owner.pk)
+    return intent
+
+
+@retry_lost_races
+def _payment_intent_create_for_reference(
+    *, owner, reference: str, method_code: str, actor, prepared
+) -> PaymentIntent:
+    with transaction.atomic():
+        order = locks.lock_order_of_owner(owner_id=owner.pk, reference=reference)
+        return _create_for_locked_order(
+            order=order, method_code=method_code, actor=actor, prepared=prepared
+        )
+
+
 @retry_lost_races
 def _payment_intent_create_for_order(*, order, method_code: str, actor, prepared) -> PaymentIntent:
     with transaction.atomic():
         order = order_locks.lock_order(order.pk, owner_id=order.owner_id)  # account, order
-        order_selectors.order_check_payable(order)
-        intents = list(selectors.intents_for_order(order=order))
-        live = selectors.live_intent(intents)
-        if live is not None:
-            raise Conflict(
-                _(
-                    "Order %(reference)s already has payment instructions in %(method)s, valid "
-                    "until %(until)s UTC (payment %(id)s). Use them, or abandon them first."
-                )
-                % {
-                    "reference": order.reference,
-                    "method": live.method,
-                    "until": live.expires_at.strftime("%Y-%m-%d %H:%M"),
-                    "id": live.pk,
-                }
-            )
-        instructions_check_watched_cap(intents)
-        # Keep the units while the customer pays: the offer is locked (if the hold lapsed)
-        # before the address counter, as the lock order says.
-        now = clock.now()
-        order_services.order_hold_extend(order=order, until=instructions_expiry(now), actor=actor)
-        intent = payment_intent_create(
-            owner=order.owner,
-            method_code=method_code,
-            amount_usd=order.total_usd,
-            purpose=Purpose.ORDER,
-            order=order,
-            actor=actor,
-            now=now,
-            prepared=prepared,
-            order_event=("order.payment_instructions_created", order),
+        return _create_for_locked_order(
+            order=order, method_code=method_code, actor=actor, prepared=prepared
         )
+
+
+def _create_for_locked_order(*, order, method_code: str, actor, prepared) -> PaymentIntent:
+    """The rest of the order's instructions, under the account's and the order's locks."""
+    order_selectors.order_check_payable(order)
+    intents = locks.intents_of_locked_order(order)
+    live = selectors.live_intent(intents)
+    if live is not None:
+        raise Conflict(
+            _(
+                "Order %(reference)s already has payment instructions in %(method)s, valid "
+                "until %(until)s UTC (payment %(id)s). Use them, or abandon them first."
+            )
+            % {
+                "reference": order.reference,
+                "method": live.method,
+                "until": live.expires_at.strftime("%Y-%m-%d %H:%M"),
+                "id": live.pk,
+            }
+        )
+    instructions_check_watched_cap(intents)
+    # Keep the units while the customer pays: the offer is locked (if the hold lapsed)
+    # before the address counter, as the lock order says.
+    now = clock.now()
+    order_services.order_hold_extend(order=order, until=instructions_expiry(now), actor=actor)
+    intent = payment_intent_create(
+        owner=order.owner,
+        method_code=method_code,
+        amount_usd=order.total_usd,
+        purpose=Purpose.ORDER,
+        order=order,
+        actor=actor,
+        now=now,
+        prepared=prepared,
+        order_event=("order.payment_instructions_created", order),
+    )
     return intent
 
 

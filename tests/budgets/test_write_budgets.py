@@ -9,14 +9,14 @@ from tests.factories import api_post, make_offer, make_order
 
 pytestmark = pytest.mark.django_db
 
-# token; order; method; rate; SAVEPOINT; account, order, its instructions (locks and read);
-# the address counter (one UPDATE … RETURNING); the instructions; both audit events (one
-# INSERT); RELEASE
-ORDER_INSTRUCTIONS = 12
-# token; method; rate; SAVEPOINT; account (lock); open top-ups; the top-up; its audit event;
-# the address counter; the instructions; their audit event; RELEASE; the answer's
-# instructions (TopUpOut reads them)
-TOPUP = 13
+# token; method and its fresh rate (one SELECT); SAVEPOINT; account, order by reference (its
+# lock finds it: no read before), its instructions (locks and read); the address counter (one
+# UPDATE … RETURNING); the instructions; both audit events (one INSERT); RELEASE
+ORDER_INSTRUCTIONS = 10
+# token; method and rate (one SELECT); SAVEPOINT; account (lock); open top-ups; the top-up;
+# its audit event; the address counter; the instructions; their audit event; RELEASE; the
+# answer's instructions (TopUpOut reads them)
+TOPUP = 12
 
 
 @pytest.fixture

@@ -10,6 +10,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from django.core.management.base import CommandError
+
+from kernodeck.core.management.commands.serve import worker_recycling
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -149,3 +152,12 @@ def test_the_demo_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path):
     assert (tmp_path / "chain-simulator.json").exists()
     with pytest.raises(OSError):
         get(f"{simulator}/bitcoin/api/blocks/tip/height")
+
+
+def test_workers_are_recycled_rarely_by_default_and_as_configured():
+    assert worker_recycling({}) == (100_000, 10_000)
+    assert worker_recycling({"KERNODECK_WEB_MAX_REQUESTS": "20000"}) == (20_000, 2_000)
+    assert worker_recycling({"KERNODECK_WEB_MAX_REQUESTS": "0"}) == (0, 0)
+    for bad in ("-1", "many", "1e5"):
+        with pytest.raises(CommandError, match="KERNODECK_WEB_MAX_REQUESTS"):
+            worker_recycling({"KERNODECK_WEB_MAX_REQUESTS": bad})

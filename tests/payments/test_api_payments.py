@@ -98,3 +98,28 @@ def test_another_customers_payment_is_404(api, configured, fresh_rates):
     foreign.refresh_from_db()
     assert foreign.declared_at is None and foreign.abandoned_at is None
     assert PaymentIntent.objects.count() == 1
+
+
+@pytest.mark.parametrize("method", ["no-such-method", "btc-bitcoin"])
+def test_another_customers_order_is_404_before_the_method_is_judged(
+    api, configured, fresh_rates, method
+):
+    foreign_order = make_order()
+    PaymentMethod.objects.filter(code="btc-bitcoin").update(enabled=False)
+
+    response = api_post(api, f"/orders/{foreign_order.reference}/payments", {"method": method})
+    unknown = api_post(api, "/orders/KD-NOSUCHREF/payments", {"method": method})
+
+    assert response.status_code == 404
+    assert unknown.status_code == 404
+    assert PaymentIntent.objects.count() == 0
+
+
+def test_the_owners_order_hears_why_the_method_is_refused(api, configured, fresh_rates):
+    order = make_order(owner=api.user)
+    PaymentMethod.objects.filter(code="btc-bitcoin").update(enabled=False)
+
+    response = api_post(api, f"/orders/{order.reference}/payments", {"method": "btc-bitcoin"})
+
+    assert response.status_code == 409
+    assert "not offered" in response.json()["detail"]

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Payment instructions in-process: CPU per request, statements, and where the time goes.
+
+    python3 bench/instructions.py [--requests 400] [--profile 25] [--database kernodeck_bench_pay]
+                                  [--redis-db 14]
+
+Seeds a scratch PostgreSQL database as bench/run.py does (fresh orders of eight customers),
+then sends `POST /api/v1/orders/{reference}/payments` (BTC) through Django's test client, one
+request at a time, and prints the process CPU time per request (`time.process_time`, which a
+busy machine disturbs far less than wall time), the wall time, the statements of one request,
+and with `--profile N` the N functions with the most cumulative time. The server-side figure
+(req/s under gunicorn with 8 clients) is the last row of bench/run.py.
+"""
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.run import environment, free_port, prepare_database  # noqa: E402
+
+
+def measure(pay_orders, requests: int, profile: int) -> dict:
+    import django
+
+    django.setup()
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(HTTP_HOST="127.0.0.1")
+    body = json.dumps({"method": "btc-bitcoin"})
+
+    def send(reference, token):
+        response = client.post(
+            f"/api/v1/orders/{reference}/payments",
+            data=body,
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        )
+        if response.status_code != 201:
+            sys.exit(f"{reference} answered {response.status_code}: {response.content[:300]}")
+
+    orders = iter(pay_orders)
+    for _ in range(20):  # warm: tokens' last use, the counter, first-use caches
+        send(*next(orders))
+    with CaptureQueriesContext(connection) as captured:
+        send(*next(orders))
+    statements = [query["sql"] for query in captured.captured_queries]
+    batch = [next(orders) for _ in range(requests)]
+    cpu, wall = time.process_time(), time.perf_counter()
+    for reference, token in batch:
+        send(reference, token)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    report = ""
+    if profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(100):
+            send(*next(orders))
+        profiler.disable()
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(profile)
+        report = out.getvalue()
+    return {
+        "cpu_ms": 1000 * cpu / requests,
+        "wall_ms": 1000 * wall / requests,
+        "statements": statements,
+        "profile": report,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--profile", type=int, default=0, help="print the top N functions")
+    parser.add_argument("--database", default="kernodeck_bench_pay")
+    parser.add_argument("--redis-db", type=int, default=14)
+    parser.add_argument("--show-sql", action="store_true", help="print the statements")
+    options = parser.parse_args()
+    env = environment(free_port(), database=options.database, redis_db=options.redis_db)
+    seed = prepare_database(env, 0, options.requests + 200)
+    os.environ.update(env)
+    load = os.getloadavg()[0]
+    figures = measure(seed["pay_orders"], options.requests, options.profile)
+    print(
+        f"payment instructions in-process, {options.requests} requests: "
+        f"{figures['cpu_ms']:.2f} ms CPU and {figures['wall_ms']:.2f} ms wall per request, "
+        f"{len(figures['statements'])} statements (load average {load:.1f} → "
+        f"{os.getloadavg()[0]:.1f})"
+    )
+    if options.show_sql:
+        for sql in figures["statements"]:
+            print("  ", sql[:200])
+    if figures["profile"]:
+        print(figures["profile"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
