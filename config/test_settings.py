@@ -22,6 +22,25 @@ for _name in (
 os.environ.setdefault("KERNODECK_KRAKEN_URL", "http://127.0.0.1:9/")
 os.environ.setdefault("KERNODECK_COINGECKO_URL", "http://127.0.0.1:9/")
 
+
+def _redis_of_this_worker(url: str, worker: str) -> str:
+    """Each pytest-xdist worker gets its own Redis database (the tests empty the cache, and
+    Redis empties a whole database): the given one for gw0, the ones below it for the
+    others (15, 14, 13, 12 from /15)."""
+    if not url or not worker.startswith("gw") or not worker[2:].isdigit():
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    base = parts.path.strip("/")
+    database = (int(base) if base.isdigit() else 0) - int(worker[2:])
+    return urlunsplit(parts._replace(path=f"/{database % 16}"))
+
+
+os.environ["KERNODECK_REDIS_URL"] = _redis_of_this_worker(
+    os.environ.get("KERNODECK_REDIS_URL", ""), os.environ.get("PYTEST_XDIST_WORKER", "")
+)
+
 from config.settings import *  # noqa: E402, F403
 
 # Argon2 at its production cost makes every sign-in in the suite slow; the hasher and the

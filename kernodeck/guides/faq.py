@@ -355,6 +355,7 @@ SECTIONS: tuple[Section, ...] = (
                     "separation of a machine of your own, rent all of a node's GPUs or ask "
                     "support."
                 ),
+                SupportLink("other", _("Ask support about a machine of your own")),
             ),
             Entry(
                 "environment-check",

@@ -74,7 +74,12 @@ def test_every_faq_answer_that_mentions_support_links_to_its_form(client):
     mentioning = [
         e for e in entries if re.search(r"\b(contact|ask) support\b", str(e.answer), re.I)
     ]
-    assert {e.slug for e in mentioning} == {"reuse-address", "rental-dates", "extend"}
+    assert {e.slug for e in mentioning} == {
+        "reuse-address",
+        "rental-dates",
+        "extend",
+        "shared-machine",
+    }
     # Reporting a problem is writing to support too.
     mentioning += [e for e in entries if e.slug == "report-problem"]
     for entry in mentioning:
