@@ -1,7 +1,42 @@
+import os
+
 import pytest
 from django.core.cache import cache
 
 from kernodeck.core import clock
+
+# The fixtures through which a test reaches the database (pytest-django refuses database
+# access to every other test).
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+    "live_server",
+}
+
+
+def touches_the_database(item) -> bool:
+    """Whether the test reaches the database, or the Redis cache CI gives PostgreSQL's pass
+    (the cache tests run once per backend, `[redis]` in their id)."""
+    return (
+        item.get_closest_marker("django_db") is not None
+        or bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
+        or "redis" in item.nodeid.lower()
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """KERNODECK_TESTS_DATABASE_ONLY=1 keeps only the tests that reach the database: CI's
+    second pass (PostgreSQL) does not run again what cannot differ between databases."""
+    if os.environ.get("KERNODECK_TESTS_DATABASE_ONLY", "").lower() not in {"1", "on", "true"}:
+        return
+    kept, dropped = [], []
+    for item in items:
+        (kept if touches_the_database(item) else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(autouse=True)

@@ -132,6 +132,21 @@ def _support_ticket(world):
     return world["ticket"]
 
 
+def _alert(world):
+    """An open alert on the fixture's node (made once per test)."""
+    from kernodeck.provisioning import alerts
+
+    if "alert" not in world:
+        world["alert"], _created = alerts.alert_raise(
+            kind="node_maintenance_live",
+            key=f"node_maintenance_live:{world['node'].name}",
+            message="The node is in maintenance with live rentals.",
+            action="Mend the node.",
+            node=world["node"],
+        )
+    return world["alert"]
+
+
 def _target(name, view, world):
     """The concrete URL for a route name, and the permissions it needs (None: any)."""
     from django.contrib import admin
@@ -151,6 +166,7 @@ def _target(name, view, world):
             "desk:access": lambda: reverse(name, args=[world["rental"].reference]),
             "desk:action": lambda: reverse(name, args=[world["rental"].reference, "suspend"]),
             "desk:node_state": lambda: reverse(name, args=[world["node"].name]),
+            "desk:alert_ack": lambda: reverse(name, args=[_alert(world).pk]),
             "backoffice_nodes:list": lambda: reverse(name),
             "backoffice_nodes:detail": lambda: reverse(name, args=[world["node"].name]),
             "notifications:outbox_retry": lambda: reverse(name, args=[_object_id(OutboxMessage)]),
