@@ -111,16 +111,16 @@ def main(argv: list[str]) -> int:
 
 
 def parallel(args: list[str]) -> list[str]:
-    """pytest-xdist's options for the whole suite: one worker per core, two at least (most
-    of the slow tests wait on servers, browsers and subprocesses) and four at most, each
-    test file kept on one worker (module fixtures such as the SSH hosts start once).
+    """pytest-xdist's options for the whole suite: two workers per core (most of the slow
+    tests wait on servers, browsers and subprocesses), eight at most, each test file kept
+    on one worker (module fixtures such as the SSH hosts start once).
     KERNODECK_TEST_WORKERS sets the number; 0, the caller's own -n or `-p no:xdist` runs
     in one process."""
     own = ("-n", "--numprocesses", "--version", "--help", "-h", "no:xdist", "-pno:xdist")
     if any(arg.split("=")[0] in own or arg.startswith("-n") for arg in args):
         return []
     workers = os.environ.get("KERNODECK_TEST_WORKERS", "")
-    count = int(workers) if workers.isdigit() else max(2, min(os.cpu_count() or 1, 4))
+    count = int(workers) if workers.isdigit() else max(2, min(2 * (os.cpu_count() or 1), 8))
     return ["-n", str(count), "--dist", "loadfile"] if count else []
 
 
