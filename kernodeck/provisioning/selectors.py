@@ -13,7 +13,14 @@ from kernodeck.core.errors import Conflict, NotFound
 from kernodeck.orders.models import Order, RentalState
 from kernodeck.provisioning import secrets
 from kernodeck.provisioning.drivers.base import NodeAllocation, NodeRef, RentalSpec
-from kernodeck.provisioning.models import Allocation, Delivery, DriverCode, GpuSlot, Node
+from kernodeck.provisioning.models import (
+    Allocation,
+    Delivery,
+    DriverCode,
+    GpuSlot,
+    Node,
+    StepLease,
+)
 
 DESK_STATES = (
     RentalState.QUEUED,
@@ -114,8 +121,6 @@ def nodes_to_reconcile() -> list[int]:
 
 def step_in_flight(order: Order):
     """The lease of the rental's step in flight (holder, since, until), or None."""
-    from kernodeck.provisioning.models import StepLease
-
     return StepLease.objects.filter(order=order, until__gt=clock.now()).first()
 
 

@@ -15,6 +15,7 @@ from kernodeck.accounts.models import SshKey
 from kernodeck.catalog import services as catalog_services
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput, NotFound
+from kernodeck.core.models import AuditEvent
 from kernodeck.core.services import audit_record
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders.models import RENTAL_TRANSITIONS, Order, RentalState
@@ -812,8 +813,6 @@ def rental_release_confirm(*, order, node_id: int, detail: str = "") -> int:
 
 
 def _was_refunded(order: Order) -> bool:
-    from kernodeck.core.models import AuditEvent
-
     return AuditEvent.objects.filter(
         action="order.rental_state_changed",
         target_type="orders.order",
@@ -825,8 +824,6 @@ def _was_refunded(order: Order) -> bool:
 
 def _node_back_after_overdue(node: Node) -> None:
     """A node taken out for overdue releases comes back once none is left overdue."""
-    from kernodeck.core.models import AuditEvent
-
     if node.state != NodeState.MAINTENANCE:
         return
     if Alert.objects.filter(
