@@ -31,9 +31,9 @@ def get(url: str) -> tuple[int, bytes]:
         return exc.code, exc.read()
 
 
-@pytest.fixture
-def server(tmp_path):
-    port = free_port()
+def production_environment(tmp_path, **extra: str) -> dict[str, str]:
+    """The environment of a production-mode `kernodeck` process on a SQLite file under
+    `tmp_path`, without the suite's Redis."""
     env = {
         **os.environ,
         "KERNODECK_DEBUG": "0",
@@ -43,8 +43,16 @@ def server(tmp_path):
         "KERNODECK_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
         "KERNODECK_VAR_DIR": str(tmp_path),
         "DJANGO_SETTINGS_MODULE": "config.settings",
+        **extra,
     }
     env.pop("KERNODECK_REDIS_URL", None)
+    return env
+
+
+@pytest.fixture
+def server(tmp_path):
+    port = free_port()
+    env = production_environment(tmp_path)
     subprocess.run(
         [sys.executable, "-m", "kernodeck", "migrate", "-v", "0"], env=env, cwd=ROOT, check=True
     )

@@ -1,6 +1,5 @@
 """Under `kernodeck serve`, /metrics sums the counters of every gunicorn worker."""
 
-import os
 import subprocess
 import sys
 import time
@@ -9,7 +8,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.core.test_serve import free_port, get
+from tests.core.test_serve import free_port, get, production_environment
 from tests.observability.helpers import TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,18 +17,7 @@ REQUESTS = 12
 
 def test_a_scrape_counts_the_requests_every_worker_answered(tmp_path):
     port = free_port()
-    env = {
-        **os.environ,
-        "KERNODECK_DEBUG": "0",
-        "KERNODECK_SECRET_KEY": "x" * 60,
-        "KERNODECK_HTTPS": "off",
-        "KERNODECK_ALLOWED_HOSTS": "127.0.0.1",
-        "KERNODECK_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
-        "KERNODECK_VAR_DIR": str(tmp_path),
-        "KERNODECK_METRICS_TOKEN": TOKEN,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-    }
-    env.pop("KERNODECK_REDIS_URL", None)
+    env = production_environment(tmp_path, KERNODECK_METRICS_TOKEN=TOKEN)
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     stale = tmp_path / "metrics" / "counter_4242.db"
     stale.parent.mkdir()
