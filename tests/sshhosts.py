@@ -19,12 +19,17 @@ fails with ENXIO once permission is granted and with EACCES before), and an `nvi
 stand-in that prints the documented CSV. Its sshd (and so everything a login or the agent
 starts) runs in its own mount, PID, UTS and IPC namespaces (`unshare`) with private tmpfs
 `/tmp`, `/var/tmp` and `/dev/shm`, so tenants of one host share those as on a real node and
-nothing of the machine's; `host.node_path("/tmp")` is that folder seen from outside.
-The rest of the filesystem and the account database are the machine's own: every account
-the agent creates carries the prefix `kdt<pid>x-`, and teardown removes those accounts,
-their processes, the namespaces, the links and the files, also after a failed test. Where
-network namespaces cannot be made, the same servers listen on loopback ports, and `cut()`
-stops the server instead. Without root or sshd the tests skip with that reason.
+nothing of the machine's; `host.node_path("/tmp")` is that folder seen from outside. Each
+host also has its own `/etc`: a copy of the machine's, bind-mounted over it, so its account
+database is its own (`host.account(name)`, `host.group(name)` read it) and Debian's stock
+sshd runs with PAM on, as on a real node. Two hosts, or two labs run side by side by test
+workers, never write one `/etc/passwd`; their agents take uids from ranges of their own, so
+no process of one host's tenant carries the uid of another's. The rest of the filesystem
+is the machine's own: every account the agent creates carries the prefix `kdt<pid>x-`, and
+teardown removes those accounts, their processes, the namespaces, the links and the files,
+also after a failed test. Where network namespaces cannot be made, the same servers listen
+on loopback ports (with the machine's `/etc`), and `cut()` stops the server instead.
+Without root or sshd the tests skip with that reason.
 
 Nothing meant for a test host can leave by the default route: before the first host exists
 the lab adds an `unreachable` route for its whole /27 (removed after the last host is gone),
@@ -36,6 +41,7 @@ at once with "No route to host", whatever state the links are in.
 from __future__ import annotations
 
 import contextlib
+import grp
 import json
 import os
 import pwd
@@ -83,12 +89,22 @@ CONTROL_DEVICES = {
     "nvidia-uvm-tools": (235, 1),
 }
 
-# Run by sh as the first process of the host's own namespaces, then replaced by sshd.
+# Run by sh as the first process of the host's own namespaces, then replaced by sshd:
+# `kdnode ETC NAME ARGV...` (ETC: the host's copy of /etc, bind-mounted over the machine's).
 NODE_INIT = (
     "set -e; for d in /tmp /var/tmp /dev/shm; do "
     'mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m kdnode "$d"; done; '
+    'if [ "$1" != /etc ]; then mount --bind "$1" /etc; fi; shift; '
     'hostname "$1"; shift; exec "$@"'
 )
+
+# The account database of a host, copied back between tests (its accounts, groups, hashes).
+ACCOUNT_FILES = ("passwd", "group", "shadow", "gshadow")
+
+# Each host's agent takes uids from a range of its own: a block per (lab, host) of the range
+# below 2**31, from the test process id, so hosts of labs that run side by side never share
+# a uid (the kernel is one; a uid names the same owner of files and processes everywhere).
+UID_BASE, UID_BLOCK = 1_900_000_000, 1_000
 
 
 # `kd-open PATH`: exits 0 when the caller may open PATH read-write (a device with no driver
@@ -213,7 +229,80 @@ class TestHost:
         tools = self.base / "tools"
         (tools / "gpus.json").write_text(json.dumps({"driver": "570.133.20", "gpus": gpus}))
 
+    @property
+    def uid_min(self) -> int:
+        block = (self.lab.pid % 30_000) * SshLab.MAX_HOSTS + self.index
+        return UID_BASE + block * UID_BLOCK
+
+    @property
+    def etc(self) -> Path:
+        """The host's own /etc (the machine's where hosts cannot be isolated)."""
+        return self.base / "etc" if self.lab.isolate else Path("/etc")
+
+    def passwd(self) -> list[pwd.struct_passwd]:
+        """The host's account database, read from its own /etc/passwd."""
+        entries = []
+        for line in (self.etc / "passwd").read_text().splitlines():
+            fields = line.split(":")
+            if len(fields) == 7:
+                name, password, uid, gid, gecos, home, shell = fields
+                entries.append(
+                    pwd.struct_passwd((name, password, int(uid), int(gid), gecos, home, shell))
+                )
+        return entries
+
+    def account(self, name: str) -> pwd.struct_passwd:
+        """One account of the host, as pwd.getpwnam would answer on it (KeyError if none)."""
+        for entry in self.passwd():
+            if entry.pw_name == name:
+                return entry
+        raise KeyError(f"{self.name} has no account {name}")
+
+    def group(self, name: str) -> grp.struct_group:
+        """One group of the host, as grp.getgrnam would answer on it (KeyError if none)."""
+        for line in (self.etc / "group").read_text().splitlines():
+            fields = line.split(":")
+            if len(fields) == 4 and fields[0] == name:
+                members = [m for m in fields[3].split(",") if m]
+                return grp.struct_group((fields[0], fields[1], int(fields[2]), members))
+        raise KeyError(f"{self.name} has no group {name}")
+
+    def _copy_etc(self) -> None:
+        """The host's /etc: a copy of the machine's, its account files kept aside pristine."""
+        if not self.lab.isolate:
+            return
+        shutil.rmtree(self.etc, ignore_errors=True)
+        try:
+            shutil.copytree("/etc", self.etc, symlinks=True, ignore=_transient_etc_files)
+        except shutil.Error as exc:
+            # Another test writing the machine's /etc meanwhile (useradd's passwd+, a lock):
+            # files that vanished during the copy are not missed; anything else is an error.
+            lost = [source for source, _target, _why in exc.args[0] if os.path.lexists(source)]
+            if lost:
+                raise
+        pristine = self.base / "etc-accounts"
+        pristine.mkdir(mode=0o700, exist_ok=True)
+        for name in ACCOUNT_FILES:
+            if (self.etc / name).exists():
+                shutil.copy2(self.etc / name, pristine / name)
+
+    def reset_accounts(self) -> None:
+        """No test account is left on the host: their processes stopped, its account files
+        as they were copied (on a shared /etc: the lab's accounts deleted)."""
+        prefix = self.lab.account_prefix
+        for entry in self.passwd():
+            if entry.pw_name.startswith(prefix):
+                _kill_uid(entry.pw_uid)
+        if not self.lab.isolate:
+            return
+        pristine = self.base / "etc-accounts"
+        for name in ACCOUNT_FILES:
+            if (pristine / name).exists():
+                # In place: the host's sshd has this very folder as its /etc.
+                (self.etc / name).write_bytes((pristine / name).read_bytes())
+
     def _prepare_files(self) -> None:
+        self._copy_etc()
         for path in (self.base, self.home_base, self.device_root / "dev", self.base / "tools"):
             path.mkdir(parents=True, exist_ok=True)
             path.chmod(0o755)
@@ -238,6 +327,8 @@ class TestHost:
             "tools_path": str(self.base / "tools"),
             "service_wait": 20,
             "recipe_timeout": 60,
+            "uid_min": self.uid_min,
+            "uid_max": self.uid_min + UID_BLOCK - 1,
         }
         (self.base / "agent" / "agent.json").write_text(json.dumps(config))
         self._new_host_key()
@@ -273,7 +364,7 @@ class TestHost:
             "PermitRootLogin prohibit-password\n"
             "PasswordAuthentication no\n"
             "KbdInteractiveAuthentication no\n"
-            "UsePAM no\n"
+            f"UsePAM {'yes' if self.lab.isolate else 'no'}\n"
             "AllowTcpForwarding local\n"
             "X11Forwarding no\n"
             "PrintMotd no\n"
@@ -289,7 +380,8 @@ class TestHost:
         config = self._write_sshd_config()
         argv = [SSHD, "-D", "-e", "-f", str(config)]
         if self.lab.isolate:
-            argv = [*ISOLATE, "/bin/sh", "-c", NODE_INIT, "kdnode", self.name, *argv]
+            argv = [*ISOLATE, "/bin/sh", "-c", NODE_INIT, "kdnode", str(self.etc), self.name]
+            argv += [SSHD, "-D", "-e", "-f", str(config)]
         if self.namespace:
             argv = ["ip", "netns", "exec", self.namespace, *argv]
         log = open(self.base / "sshd.log", "ab")  # noqa: SIM115
@@ -517,11 +609,9 @@ class SshLab:
     def reset(self) -> None:
         """Between tests: no test accounts, agent state, homes or device grants remain, every
         link is up and every host reports its GPUs again (host keys stay as they are)."""
-        for entry in self.accounts():
-            _kill_uid(entry.pw_uid)
-            _run("userdel", entry.pw_name, check=False)
-            _run("groupdel", entry.pw_name, check=False)
-        _run("groupdel", self.gpu_group, check=False)
+        for host in self.hosts:
+            host.reset_accounts()
+        self._remove_machine_accounts()
         for host in self.hosts:
             shutil.rmtree(host.state_dir, ignore_errors=True)
             with contextlib.suppress(FileNotFoundError):
@@ -539,8 +629,34 @@ class SshLab:
                 host.start()
 
     def accounts(self) -> list[pwd.struct_passwd]:
-        """Accounts the agent created for this lab (by the lab's unique prefix)."""
-        return [entry for entry in pwd.getpwall() if entry.pw_name.startswith(self.account_prefix)]
+        """Accounts the agent created for this lab (by the lab's unique prefix), on any of
+        its hosts: a name the rental has on two hosts is listed once (the first host's)."""
+        found = {}
+        sources = [host.passwd() for host in self.hosts] + [pwd.getpwall()]
+        for entries in sources:
+            for entry in entries:
+                if entry.pw_name.startswith(self.account_prefix):
+                    found.setdefault(entry.pw_name, entry)
+        return list(found.values())
+
+    def account(self, name: str) -> pwd.struct_passwd:
+        """The account of that name on the first host that has it (KeyError if none)."""
+        for entry in self.accounts():
+            if entry.pw_name == name:
+                return entry
+        raise KeyError(f"no host of the lab has an account {name}")
+
+    def _remove_machine_accounts(self) -> None:
+        """Accounts of the lab's prefix in the machine's own /etc (loopback hosts share it)."""
+        for entry in pwd.getpwall():
+            if entry.pw_name.startswith(self.account_prefix):
+                with contextlib.suppress(Exception):
+                    _kill_uid(entry.pw_uid)
+                    _run("userdel", entry.pw_name, check=False)
+                    _run("groupdel", entry.pw_name, check=False)
+        with contextlib.suppress(KeyError):
+            grp.getgrnam(self.gpu_group)
+            _run("groupdel", self.gpu_group, check=False)
 
     def close(self) -> None:
         """Stops servers, removes test accounts, namespaces, links and files. Never raises."""
@@ -548,12 +664,9 @@ class SshLab:
         for host in hosts:
             with contextlib.suppress(Exception):
                 host.stop()
-        for entry in self.accounts():
             with contextlib.suppress(Exception):
-                _kill_uid(entry.pw_uid)
-                _run("userdel", entry.pw_name, check=False)
-                _run("groupdel", entry.pw_name, check=False)
-        _run("groupdel", self.gpu_group, check=False)
+                host.reset_accounts()
+        self._remove_machine_accounts()
         for link in self.links:
             _run("ip", "link", "del", link, check=False)
         for name in self.namespaces:
@@ -581,8 +694,13 @@ def _can_isolate() -> bool:
     """Whether this machine lets a host have its own mount, PID, UTS and IPC namespaces."""
     if not shutil.which("unshare"):
         return False
-    probe = [*ISOLATE, "/bin/sh", "-c", NODE_INIT, "kdnode", "probe", "true"]
+    probe = [*ISOLATE, "/bin/sh", "-c", NODE_INIT, "kdnode", "/etc", "probe", "true"]
     return _run(*probe, check=False).returncode == 0
+
+
+def _transient_etc_files(folder: str, names: list[str]) -> set[str]:
+    """What shadow's tools leave in /etc only while they write (locks, new copies)."""
+    return {n for n in names if n.endswith((".lock", "+")) or n in (".pwd.lock", "nologin")}
 
 
 def _kill_uid(uid: int) -> None:

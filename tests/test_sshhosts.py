@@ -41,6 +41,42 @@ def test_loopback_hosts_when_namespaces_are_not_used():
         assert refused.returncode == 255
 
 
+def test_each_host_has_its_own_account_database_and_sshd_with_pam():
+    with SshLab(hosts=2) as lab:
+        if not lab.isolate:
+            pytest.skip("this machine cannot give a test host namespaces of its own")
+        first, second = lab.hosts
+        account = lab.account_prefix + "probe"
+        made = subprocess.run(
+            [
+                *first.ssh_argv("root", lab.operator_key_path),
+                f"useradd -M {account} && id -u {account}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert made.returncode == 0, made.stderr
+        assert first.account(account).pw_uid == int(made.stdout)
+        with pytest.raises(KeyError):
+            second.account(account)
+        machine = Path("/etc/passwd").read_text().splitlines()
+        assert not any(line.startswith(account + ":") for line in machine)
+        for host in lab.hosts:
+            config = subprocess.run(
+                ["/usr/sbin/sshd", "-T", "-f", str(host.base / "sshd_config")],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            assert "usepam yes" in config.splitlines()
+        # Their agents take uids from ranges apart.
+        assert first.uid_min != second.uid_min
+        lab.reset()
+        with pytest.raises(KeyError):
+            first.account(account)
+
+
 def test_a_failing_lab_leaves_no_namespace_account_link_or_file():
     with pytest.raises(RuntimeError, match="the test failed"), SshLab(hosts=1) as lab:
         base = lab.base

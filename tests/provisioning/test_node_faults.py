@@ -55,13 +55,16 @@ def test_a_garbage_nvidia_smi_takes_the_node_out_on_the_first_refused_step(lab):
 
 
 def own_account_prefix(lab, host):
-    """This module's test-host hook: the lab's hosts share one account database (a real
-    fleet's machines do not), so the second host gets a prefix of its own for the test;
-    returns the undo (restore its agent settings, remove its accounts)."""
+    """Where the lab's hosts share the machine's account database (loopback hosts; a real
+    fleet's machines, and isolated test hosts with their own /etc, do not), the second host
+    gets a prefix of its own for the test; returns the undo (restore its agent settings,
+    remove its accounts)."""
     import json
     import pwd
     import subprocess
 
+    if lab.isolate:
+        return lambda: None
     path = host.base / "agent" / "agent.json"
     original = path.read_text()
     config = json.loads(original)

@@ -127,8 +127,9 @@ def test_a_refund_while_sshd_is_stopped_locks_the_account_once_it_is_back(lab):
     customer, key_path = customer_with_key(lab, "laptop")
     order = settle(make_order(owner=customer, offer=offer, units=1, preparation="python"))
     # The preparation failed on the node: its account exists there, with its GPU.
-    assert order.rental_state == RentalState.PROVISIONING_FAILED
-    assert [a.pw_name for a in lab.accounts()] != []
+    steps = [e.data.get("detail", "")[:300] for e in node_health.rental_steps(order)]
+    assert order.rental_state == RentalState.PROVISIONING_FAILED, steps
+    assert [a.pw_name for a in lab.accounts()] != [], steps
     account = lab.accounts()[0].pw_name
 
     host.stop()

@@ -10,7 +10,6 @@ recipe would start JupyterLab.
 """
 
 import json
-import pwd
 import socket
 import subprocess
 import time
@@ -234,7 +233,7 @@ def test_a_paid_order_is_delivered_used_over_ssh_extended_and_ended_with_no_oper
         status = session.agent("status", {"reference": order.reference})
     assert status["until"] == until.isoformat()
     assert status["services"] == {"notebook": True}
-    uid = pwd.getpwnam(account).pw_uid
+    uid = host.account(account).pw_uid
 
     # At the end: no operator; the login is refused, nothing of the account runs, slots free.
     clock.freeze(until + timedelta(minutes=1))

@@ -8,9 +8,7 @@ Tenants log in with their own keys and try what a hostile customer would.
 
 from __future__ import annotations
 
-import grp
 import json
-import pwd
 import subprocess
 from pathlib import Path
 
@@ -137,15 +135,15 @@ def test_a_departed_tenants_files_and_processes_never_pass_to_the_next_rental(no
         "setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo started",
     )
     assert planted.stdout.strip() == "started", planted.stderr
-    first_uid = pwd.getpwnam(first).pw_uid
+    first_uid = node.host.account(first).pw_uid
     assert str(first_uid) in node.as_root("cat /proc/sysvipc/shm").stdout
 
     assert node.end("KD-EEEE-0005")["ok"]
     second = node.rent("KD-FFFF-0006", [1])  # the sweep wipes the first account meanwhile
 
     with pytest.raises(KeyError):
-        pwd.getpwnam(first)
-    assert pwd.getpwnam(second).pw_uid != first_uid
+        node.host.account(first)
+    assert node.host.account(second).pw_uid != first_uid
     left = ("/tmp/left.txt", "/var/tmp/left.txt", "/dev/shm/left.txt", "/tmp/cache")  # noqa: S108
     for path in left:
         assert not node.host.node_path(path).exists(), path
@@ -191,7 +189,7 @@ def test_a_rental_opens_its_gpu_and_the_shared_cuda_devices_but_never_anothers_g
     # An ended rental leaves the GPU group: the shared devices are closed to it again.
     ended = node.lab.account_prefix + "gggg0007"
     assert node.end("KD-GGGG-0007", retention_hours=1)["ok"]
-    assert ended not in grp.getgrnam(node.lab.gpu_group).gr_mem
+    assert ended not in node.host.group(node.lab.gpu_group).gr_mem
 
 
 # Stands in for JupyterLab in the rental's venv (the default recipe then installs nothing):
