@@ -1,6 +1,6 @@
 """The demo-only payment panel's actions: pay the chain simulator, mine, end the window.
 
-Each action asks the demo's chain simulator (kernodeck/demo/simulator.py) over loopback to
+Each action asks the demo's chain simulator (kernodeck/demo/simulator/) over loopback to
 include a transfer or mine blocks, then asks the chain's watcher for an early pass (the
 task "I have paid" uses), so the payment page follows detected → confirmed → settled, or
 lands in review (underpaid, overpaid, late). Nothing here runs outside demo mode.
