@@ -15,6 +15,8 @@ import sys
 
 import django
 
+from kernodeck.settlement import orders as settlement_orders
+
 PAYERS = 8
 
 
@@ -97,7 +99,7 @@ def main(orders: int, pay_orders: int) -> None:
         order = order_services.order_register(
             owner=customer, offer=offer.slug, days=7, units=1, preparation="pytorch"
         )
-        order_services.order_cancel(order=order, actor=customer)
+        settlement_orders.order_cancel(order=order, actor=customer)
     to_pay = _orders_to_pay(pay_orders)
     print(
         json.dumps(

@@ -3,6 +3,7 @@
 import itertools
 
 from kernodeck.accounts.models import User
+from kernodeck.settlement import orders as settlement_orders
 
 PASSWORD = "correct horse battery staple 42"
 _seq = itertools.count(1)
@@ -88,10 +89,9 @@ def make_ssh_key(user, *, name="laptop"):
 def make_settled_order(*, owner=None, offer=None, units=1, days=7, preparation="pytorch"):
     """An order paid (as if by a confirmed payment): it is queued and, if slots are free,
     allocated by the task that runs after commit."""
-    from kernodeck.orders import services
 
     order = make_order(owner=owner, offer=offer, units=units, days=days, preparation=preparation)
-    services.order_settle(order=order, cause={"test": "settled"})
+    settlement_orders.order_settle(order=order, cause={"test": "settled"})
     order.refresh_from_db()
     return order
 

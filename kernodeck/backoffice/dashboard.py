@@ -9,7 +9,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
-from kernodeck.backoffice.permissions import has_permissions
+from kernodeck.accounts.permissions import has_permissions
 from kernodeck.core import clock
 from kernodeck.observability import dashboard, selectors
 

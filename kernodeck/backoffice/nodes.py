@@ -9,8 +9,8 @@ from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 
+from kernodeck.accounts.permissions import permission_required
 from kernodeck.backoffice.node_forms import HostKeyAcceptForm, NodeSshForm
-from kernodeck.backoffice.permissions import permission_required
 from kernodeck.core.errors import ServiceError
 from kernodeck.core.forms import add_service_error
 from kernodeck.provisioning import node_health

@@ -9,7 +9,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
-from kernodeck.backoffice.permissions import permission_required
+from kernodeck.accounts.permissions import permission_required
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error
 from kernodeck.orders import selectors as order_selectors

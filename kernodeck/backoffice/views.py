@@ -9,17 +9,18 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
+from kernodeck.accounts.permissions import permission_required, require_permission
 from kernodeck.backoffice.forms import DecisionForm, RecordTransferForm, TransferResolveForm
-from kernodeck.backoffice.permissions import permission_required, require_permission
 from kernodeck.core.errors import ServiceError
 from kernodeck.core.forms import add_service_error
 from kernodeck.payments import review, review_selectors, selectors, uris
 from kernodeck.payments.models import PaymentIntent, Transfer
+from kernodeck.settlement import allocation
 
 REVIEW = "payments.review_payment"
 DECISIONS = {
-    "settle": review.review_accept_and_settle,
-    "credit": review.review_credit_balance,
+    "settle": allocation.review_accept_and_settle,
+    "credit": allocation.review_credit_balance,
     "refunded": review.review_mark_refunded,
 }
 # What each posted action needs on top of REVIEW; crediting mints balance.

@@ -15,6 +15,8 @@ from kernodeck.orders.api import OrderOut, order_detail_out
 from kernodeck.payments import selectors as payment_selectors
 from kernodeck.payments.api import IntentOut, intent_out
 from kernodeck.payments.methods import METHODS
+from kernodeck.settlement import orders as settlement_orders
+from kernodeck.settlement import topups as settlement_topups
 
 router = Router(tags=["balance"])
 
@@ -94,7 +96,7 @@ def balance(request):
 @router.post("/topups", response={201: TopUpOut})
 def topup_create(request, payload: TopUpIn):
     """A top-up of exactly 100, 500, 2000 or 10000 USD, with its payment instructions."""
-    topup, _intent = services.topup_create(
+    topup, _intent = settlement_topups.topup_create(
         account=request.auth, amount_usd=payload.amount_usd, method_code=payload.method
     )
     return Status(201, topup)
@@ -119,7 +121,7 @@ def pay_with_balance(request, reference: str, payload: PayWithBalanceIn | None =
     order = order_selectors.order_get_for_owner(owner=request.auth, reference=reference)
     confirm = bool(payload and payload.confirm)
     try:
-        order, _entry = services.order_pay_with_balance(
+        order, _entry = settlement_orders.order_pay_with_balance(
             order=order, actor=request.auth, confirm=confirm
         )
     except services.InsufficientBalance as exc:

@@ -1,10 +1,17 @@
 from decimal import Decimal
 
-from django.db.models import Sum
+from django.db.models import Prefetch, Sum
 
 from kernodeck.core import clock
+from kernodeck.core.errors import NotFound
 from kernodeck.ledger.models import LedgerEntry, TopUp, TopUpStatus
-from kernodeck.payments.selectors import intents_prefetch
+
+
+def _intents_prefetch() -> Prefetch:
+    """Each top-up's payment instructions, newest first, with their method, in one query
+    (the instructions are the payments domain's rows, reached through their foreign key)."""
+    intents = TopUp.intents.rel.related_model.objects.select_related("method")
+    return Prefetch("intents", queryset=intents.order_by("-created_at"))
 
 
 def balance_available(*, account) -> Decimal:
@@ -57,7 +64,7 @@ def topups_for(*, account):
     the page's). Ordered to the last column, so that pages (`offset`) never overlap."""
     return (
         TopUp.objects.filter(account=account)
-        .prefetch_related(intents_prefetch())
+        .prefetch_related(_intents_prefetch())
         .order_by("-created_at", "-id")
     )
 
@@ -66,8 +73,6 @@ def topup_get_for_owner(*, account, topup_id):
     import uuid
 
     from django.utils.translation import gettext as _
-
-    from kernodeck.core.errors import NotFound
 
     try:
         topup_id = uuid.UUID(str(topup_id))

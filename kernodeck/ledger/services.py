@@ -17,12 +17,10 @@ from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.money import money, usd, usd_str
 from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_record
+from kernodeck.ledger import locks as ledger_locks
 from kernodeck.ledger import selectors
 from kernodeck.ledger.models import TOPUP_AMOUNTS, EntryKind, LedgerEntry, TopUp, TopUpStatus
 from kernodeck.notifications.services import email_enqueue
-from kernodeck.orders import locks as order_locks
-from kernodeck.orders import selectors as order_selectors
-from kernodeck.orders import services as order_services
 from kernodeck.orders.models import PaymentState
 
 
@@ -123,110 +121,45 @@ def _parse_topup_amount(amount) -> Decimal:
     return usd(value)
 
 
-def topup_create(*, account, amount_usd, method_code: str):
-    """A top-up and its first payment instructions. The balance moves only once paid.
-
-    Refused when the account already has KERNODECK_MAX_OPEN_TOPUPS top-ups waiting for
-    payment (409), or asked for too many instructions lately (429).
-    """
-    from kernodeck.payments import services as payment_services
-
-    amount = _parse_topup_amount(amount_usd)
-    payment_services.instructions_throttle_check(account.pk)
-    # Refusals, and any rate fetch, before anything is written; read once.
-    prepared = payment_services.instructions_prepare(method_code)
-    topup, intent = _topup_create(
-        account=account, amount=amount, method_code=method_code, prepared=prepared
-    )
-    payment_services.instructions_throttle_hit(account.pk)
-    return topup, intent
+def topup_amount_parse(amount) -> Decimal:
+    """A top-up amount as asked for: exactly one of TOPUP_AMOUNTS, else InvalidInput."""
+    return _parse_topup_amount(amount)
 
 
-@retry_lost_races
-def _topup_create(*, account, amount: Decimal, method_code: str, prepared):
-    from kernodeck.payments import services as payment_services
-    from kernodeck.payments.models import Purpose
-
-    with transaction.atomic():
-        _lock_account(account.pk)  # the open top-ups are counted under the account lock
-        cap = settings.KERNODECK_MAX_OPEN_TOPUPS
-        if selectors.topups_open_count(account=account) >= cap:
-            raise Conflict(
-                _(
-                    "You already have %(n)d top-ups waiting for payment. Pay one of them, or "
-                    "wait until their instructions expire, before asking for another."
-                )
-                % {"n": cap}
+def topup_open(*, account, amount: Decimal):
+    """A new top-up waiting for payment, in the caller's transaction (which then creates its
+    payment instructions). Refused when the account already has KERNODECK_MAX_OPEN_TOPUPS
+    top-ups waiting for payment (409): they are counted under the account's lock."""
+    _lock_account(account.pk)
+    cap = settings.KERNODECK_MAX_OPEN_TOPUPS
+    if selectors.topups_open_count(account=account) >= cap:
+        raise Conflict(
+            _(
+                "You already have %(n)d top-ups waiting for payment. Pay one of them, or "
+                "wait until their instructions expire, before asking for another."
             )
-        topup = TopUp.objects.create(account=account, amount_usd=amount, created_at=clock.now())
-        audit_record(
-            action="ledger.topup_created",
-            target=topup,
-            actor=account,
-            after={"amount_usd": usd_str(amount)},
+            % {"n": cap}
         )
-        intent = payment_services.payment_intent_create(
-            owner=account,
-            method_code=method_code,
-            amount_usd=amount,
-            purpose=Purpose.TOPUP,
-            topup=topup,
-            actor=account,
-            prepared=prepared,
-        )
-    return topup, intent
-
-
-def topup_new_instructions(*, topup: TopUp, method_code: str, actor):
-    """New instructions (a new address) for a top-up whose earlier ones are no longer live."""
-    from kernodeck.payments import services as payment_services
-
-    payment_services.instructions_throttle_check(topup.account_id)
-    # Refusals and any rate fetch before the lock; read once.
-    prepared = payment_services.instructions_prepare(method_code)
-    intent = _topup_new_instructions(
-        topup=topup, method_code=method_code, actor=actor, prepared=prepared
+    topup = TopUp.objects.create(account=account, amount_usd=amount, created_at=clock.now())
+    audit_record(
+        action="ledger.topup_created",
+        target=topup,
+        actor=account,
+        after={"amount_usd": usd_str(amount)},
     )
-    payment_services.instructions_throttle_hit(topup.account_id)
-    return intent
+    return topup
 
 
-@retry_lost_races
-def _topup_new_instructions(*, topup: TopUp, method_code: str, actor, prepared):
-    from kernodeck.payments import locks as payment_locks
-    from kernodeck.payments import selectors as payment_selectors
-    from kernodeck.payments import services as payment_services
-    from kernodeck.payments.models import Purpose
-
-    with transaction.atomic():
-        topup = payment_locks.lock_topup(topup.pk)  # account, then top-up
-        if topup.status != TopUpStatus.AWAITING_PAYMENT:
-            raise Conflict(_("This top-up is already credited."))
-        intents = list(topup.intents.all())
-        live = payment_selectors.live_intent(intents)
-        if live is not None:
-            raise Conflict(
-                _("This top-up already has payment instructions valid until %(until)s UTC.")
-                % {"until": live.expires_at.strftime("%Y-%m-%d %H:%M")}
-            )
-        payment_services.instructions_check_watched_cap(intents)
-        return payment_services.payment_intent_create(
-            owner=topup.account,
-            method_code=method_code,
-            amount_usd=topup.amount_usd,
-            purpose=Purpose.TOPUP,
-            topup=topup,
-            actor=actor,
-            prepared=prepared,
-        )
+def topup_check_awaiting(topup: TopUp) -> None:
+    """Refuse new instructions for a top-up already credited (the caller holds its lock)."""
+    if topup.status != TopUpStatus.AWAITING_PAYMENT:
+        raise Conflict(_("This top-up is already credited."))
 
 
 def topup_credit(*, intent, amount_usd: Decimal, kind=EntryKind.TOPUP_CREDIT, actor=None, memo=""):
     """Credit a top-up's payment to the balance (once per top-up), and mark it credited."""
-    from kernodeck.payments import locks as payment_locks
-
     with transaction.atomic():
-        topup = payment_locks.lock_topup(intent.topup_id)  # account, then top-up
+        topup = ledger_locks.lock_topup(intent.topup_id)  # account, then top-up
         if kind == EntryKind.TOPUP_CREDIT:
             earlier = _existing(EntryKind.TOPUP_CREDIT, topup=topup)
             if earlier is not None and earlier.intent_id != intent.pk:
@@ -266,60 +199,31 @@ def topup_credit(*, intent, amount_usd: Decimal, kind=EntryKind.TOPUP_CREDIT, ac
     return entry
 
 
-def topup_credit_confirmed(*, intent):
-    """Called by reconciliation when a top-up payment is confirmed and matched."""
-    return topup_credit(intent=intent, amount_usd=intent.topup.amount_usd)
-
-
 # -- spending and crediting ---------------------------------------------------------------
 
 
-@retry_lost_races
-def order_pay_with_balance(*, order, actor, confirm: bool = False):
-    """Charge the order's total to the available balance and settle it, in one transaction.
+def order_charge_existing(*, order):
+    """The balance charge that paid the order, if any (one per order)."""
+    return _existing(EntryKind.ORDER_CHARGE, order=order)
 
-    Pressing twice, or two concurrent API calls, settle once and charge once. Refused while
-    a crypto payment for the order has been seen and not decided; after "I have paid" on
-    instructions still watched, only with `confirm` (DeclaredPaymentPending otherwise).
-    Settling closes the order's instructions and re-checks a lapsed hold (order_settle).
-    """
-    from kernodeck.payments import selectors as payment_selectors
 
-    with transaction.atomic():
-        order = order_locks.lock_order(order.pk)  # account, then order
-        existing = _existing(EntryKind.ORDER_CHARGE, order=order)
-        if existing is not None:
-            return order, existing
-        order_selectors.order_check_payable(order)
-        seen = payment_selectors.order_payment_seen(order=order)
-        if seen is not None:
-            raise Conflict(
-                _(
-                    "A payment for order %(reference)s has already been seen on the "
-                    "blockchain (%(method)s). Wait for it to be confirmed, or contact support "
-                    "with the reference, instead of paying again from the balance."
-                )
-                % {"reference": order.reference, "method": seen.method}
+def order_charge(*, order, actor):
+    """Charge the order's total to its owner's balance; the caller holds the order's lock
+    (account, then order) and settles it in the same transaction. The database refuses a
+    second charge for one order and a balance below zero."""
+    try:
+        with transaction.atomic():
+            entry, _created = _append(
+                account_id=order.owner_id,
+                kind=EntryKind.ORDER_CHARGE,
+                amount=-order.total_usd,
+                actor=actor,
+                order=order,
             )
-        declared = payment_selectors.order_declared_unverified(order=order)
-        if declared and not confirm:
-            raise DeclaredPaymentPending(order=order, declared=declared)
-        try:
-            with transaction.atomic():
-                entry, _created = _append(
-                    account_id=order.owner_id,
-                    kind=EntryKind.ORDER_CHARGE,
-                    amount=-order.total_usd,
-                    actor=actor,
-                    order=order,
-                )
-        except IntegrityError:
-            # The database caught what the lock should have: refuse, change nothing.
-            raise Conflict(_("The balance changed meanwhile; please try again.")) from None
-        order = order_services.order_settle(
-            order=order, actor=actor, cause={"ledger_entry": entry.pk, "paid_with": "balance"}
-        )
-    return order, entry
+    except IntegrityError:
+        # The database caught what the lock should have: refuse, change nothing.
+        raise Conflict(_("The balance changed meanwhile; please try again.")) from None
+    return entry
 
 
 @retry_lost_races

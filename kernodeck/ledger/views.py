@@ -17,6 +17,8 @@ from kernodeck.ledger import selectors, services
 from kernodeck.ledger.forms import TopUpForm
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.payments import selectors as payment_selectors
+from kernodeck.settlement import orders as settlement_orders
+from kernodeck.settlement import topups as settlement_topups
 
 ENTRIES_PER_PAGE = 25
 
@@ -52,7 +54,7 @@ def topup_create(request):
     form = TopUpForm(request.POST, methods=payment_selectors.methods_overview())
     if form.is_valid():
         try:
-            _topup, intent = services.topup_create(
+            _topup, intent = settlement_topups.topup_create(
                 account=request.user,
                 amount_usd=form.cleaned_data["amount_usd"],
                 method_code=form.cleaned_data["method"],
@@ -95,7 +97,7 @@ def topup_detail(request, topup_id):
 def topup_pay(request, topup_id):
     topup = _owned_topup(request, topup_id)
     try:
-        intent = services.topup_new_instructions(
+        intent = settlement_topups.topup_new_instructions(
             topup=topup, method_code=request.POST.get("method", ""), actor=request.user
         )
     except ServiceError as exc:
@@ -180,7 +182,7 @@ def pay_with_balance(request, reference):
         )
         return _pay_with_balance_confirm(request, order, warning=warning)
     try:
-        services.order_pay_with_balance(
+        settlement_orders.order_pay_with_balance(
             order=order, actor=request.user, confirm=request.POST.get("declared_seen") == "yes"
         )
     except services.DeclaredPaymentPending as exc:

@@ -6,7 +6,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from kernodeck.backoffice.permissions import permission_required
+from kernodeck.accounts.permissions import permission_required
 from kernodeck.core.errors import ServiceError
 from kernodeck.notifications import selectors, services
 from kernodeck.notifications.models import OutboxStatus

@@ -14,6 +14,7 @@ from kernodeck.orders import selectors, services
 from kernodeck.payments import selectors as payment_selectors
 from kernodeck.payments.api import intent_out
 from kernodeck.provisioning import selectors as provisioning_selectors
+from kernodeck.settlement import orders as settlement_orders
 
 router = Router(tags=["orders"])
 
@@ -152,4 +153,4 @@ def order_calendar(request, reference: str):
 def order_cancel(request, reference: str):
     """Cancel an unsettled order (409 once it is settled)."""
     order = selectors.order_get_for_owner(owner=request.auth, reference=reference)
-    return order_detail_out(services.order_cancel(order=order, actor=request.auth))
+    return order_detail_out(settlement_orders.order_cancel(order=order, actor=request.auth))

@@ -68,14 +68,6 @@ def _recheck_units_if_lapsed(order: Order, *, settling: bool) -> None:
         raise UnitsReleased(order=order, free=free, settling=settling)
 
 
-def _close_instructions(order: Order, *, reason: str, actor, except_payment=None) -> None:
-    from kernodeck.payments import services as payment_services
-
-    payment_services.payment_intents_close_for_order(
-        order=order, reason=reason, actor=actor, except_intent_id=except_payment
-    )
-
-
 @retry_lost_races
 def order_register(*, owner, offer, days, units, preparation) -> Order:
     """Register an order from a configuration, holding its units for the hold window.
@@ -139,9 +131,9 @@ def order_register(*, owner, offer, days, units, preparation) -> Order:
 
 
 @retry_lost_races
-def order_cancel(*, order: Order, actor) -> Order:
-    """Cancel an unsettled order; its units are released at once and its unpaid payment
-    instructions are closed (their pages say "do not send")."""
+def order_mark_cancelled(*, order: Order, actor) -> Order:
+    """Cancel an unsettled order; its units are released at once. Its unpaid payment
+    instructions are closed by the caller (settlement.orders.order_cancel)."""
     with transaction.atomic():
         order = locks.lock_order(order.pk)  # account, then order
         if order.payment_state == PaymentState.CANCELLED:
@@ -166,7 +158,6 @@ def order_cancel(*, order: Order, actor) -> Order:
             before={"payment_state": before},
             after={"payment_state": order.payment_state},
         )
-        _close_instructions(order, reason="order_cancelled", actor=actor)
     return order
 
 
@@ -201,31 +192,32 @@ def order_hold_extend(*, order: Order, until, actor=None) -> Order:
     return order
 
 
+def order_check_settleable(order: Order) -> None:
+    """Refuse to settle an order whose state does not allow it (cancelled)."""
+    if PaymentState.SETTLED not in PAYMENT_TRANSITIONS[order.payment_state]:
+        raise Conflict(
+            _("Order %(reference)s is %(state)s and cannot be settled.")
+            % {
+                "reference": order.reference,
+                "state": order.get_payment_state_display().lower(),
+            }
+        )
+
+
 @retry_lost_races
-def order_settle(*, order: Order, actor=None, cause: dict) -> Order:
+def order_mark_settled(*, order: Order, actor=None, cause: dict) -> Order:
     """Mark an unsettled order as paid. Idempotent: settling a settled order changes nothing.
 
-    `cause` says what paid it (a payment id under "payment", a balance charge), for the
-    audit trail. Every settlement path (balance, watcher, operator) comes through here, so
-    this is where a lapsed hold is re-checked (UnitsReleased, 409: the caller's whole
-    transaction is undone) and where the order's other instructions are closed.
+    The order's own move, called by settlement.orders.order_settle (which closes its other
+    instructions first and queues its rental after) inside its transaction. `cause` says
+    what paid it, for the audit trail. A lapsed hold is re-checked here (UnitsReleased,
+    409: the caller's whole transaction is undone).
     """
     with transaction.atomic():
         order = locks.lock_order(order.pk)  # account, then order
         if order.payment_state == PaymentState.SETTLED:
             return order
-        if PaymentState.SETTLED not in PAYMENT_TRANSITIONS[order.payment_state]:
-            raise Conflict(
-                _("Order %(reference)s is %(state)s and cannot be settled.")
-                % {
-                    "reference": order.reference,
-                    "state": order.get_payment_state_display().lower(),
-                }
-            )
-        # Intents before the offer (lock order); a refusal below undoes the closing too.
-        _close_instructions(
-            order, reason="order_settled", actor=actor, except_payment=cause.get("payment")
-        )
+        order_check_settleable(order)
         _recheck_units_if_lapsed(order, settling=True)
         before = order.payment_state
         order.payment_state = PaymentState.SETTLED
@@ -246,9 +238,4 @@ def order_settle(*, order: Order, actor=None, cause: dict) -> Order:
             context={**_snapshot(order), "reference": order.reference},
             dedupe_key=f"payment_confirmed:{order.reference}",
         )
-        # Settlement and provisioning are separate stages: the rental enters the queue,
-        # and its slots are allocated by a task after commit.
-        from kernodeck.provisioning import services as provisioning_services
-
-        provisioning_services.rental_queue(order=order, actor=None)
     return order

@@ -16,6 +16,7 @@ from kernodeck.notifications import selectors as notification_selectors
 from kernodeck.orders import selectors, services
 from kernodeck.payments import selectors as payment_selectors
 from kernodeck.provisioning import selectors as provisioning_selectors
+from kernodeck.settlement import orders as settlement_orders
 
 ORDERS_PER_PAGE = 20
 CONFIG_KEYS = ("offer", "days", "units", "preparation")
@@ -105,7 +106,7 @@ def cancel(request, reference):
     order = _owned_order(request, reference)
     if request.method == "POST":
         try:
-            services.order_cancel(order=order, actor=request.user)
+            settlement_orders.order_cancel(order=order, actor=request.user)
         except ServiceError as exc:
             messages.error(request, exc.message)
         else:

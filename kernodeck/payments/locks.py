@@ -2,12 +2,12 @@
 
 import functools
 
-from django.apps import apps
 from django.db import IntegrityError, connection, transaction
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts.locks import lock_account
 from kernodeck.core.errors import NotFound
+from kernodeck.ledger.locks import lock_topup
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders.models import Order
 from kernodeck.payments import rows
@@ -114,16 +114,6 @@ def intents_of_locked_order(order) -> list[PaymentIntent]:
         PaymentIntent.order.field.set_cached_value(intent, order)
         intents.append(intent)
     return intents
-
-
-def lock_topup(topup_id):
-    """Lock the top-up's account, then the top-up."""
-    topup_model = apps.get_model("ledger", "TopUp")
-    account_id = topup_model.objects.values_list("account_id", flat=True).get(pk=topup_id)
-    account = lock_account(account_id)
-    topup = topup_model.objects.select_for_update(no_key=True).get(pk=topup_id)
-    topup.account = account  # just read under its lock: callers need not read it again
-    return topup
 
 
 def lock_intent(intent_id) -> PaymentIntent:

@@ -13,21 +13,15 @@ from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput
-from kernodeck.core.money import usd, usd_str
+from kernodeck.core.money import usd
 from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_record
-from kernodeck.ledger import services as ledger_services
-from kernodeck.ledger.models import EntryKind
-from kernodeck.orders import services as order_services
-from kernodeck.orders.models import PaymentState
-from kernodeck.payments import locks, selectors, watching
+from kernodeck.payments import locks, watching
 from kernodeck.payments.amounts import units_to_decimal
 from kernodeck.payments.chains.base import ChainError, ObservedTransfer
 from kernodeck.payments.models import (
     EXCEPTION_STATUSES,
-    IntentStatus,
     PaymentIntent,
-    Purpose,
     Resolution,
     Transfer,
     TransferKind,
@@ -35,10 +29,9 @@ from kernodeck.payments.models import (
 
 # A transaction id typed by an operator: what every chain's explorer shows, nothing else.
 HAND_TXID = re.compile(r"[0-9A-Za-z]{1,100}")
-TOPUP_OVERPAY_CAP = 2  # an overpaid top-up credits at most twice its nominal amount
 
 
-def _reason(reason: str) -> str:
+def review_reason_clean(reason: str) -> str:
     reason = (reason or "").strip()
     if not reason:
         raise InvalidInput(_("Give the reason for this decision."), field="reason")
@@ -51,7 +44,7 @@ def received_usd(intent: PaymentIntent, *, usd_per_coin: Decimal | None = None) 
     return usd(coins * (usd_per_coin or intent.rate_usd_per_coin))
 
 
-def _resolve(intent, *, resolution, actor, reason, details: dict):
+def review_resolve(intent, *, resolution, actor, reason, details: dict):
     intent.resolution = resolution
     intent.resolution_reason = reason
     intent.resolved_by = actor
@@ -74,7 +67,8 @@ def _resolve(intent, *, resolution, actor, reason, details: dict):
         )
 
 
-def _locked_open_case(intent_id):
+def review_case_lock(intent_id):
+    """Lock an intent waiting for a decision (Conflict when decided or not a case)."""
     intent = locks.lock_intent(intent_id)
     if intent.resolution:
         raise Conflict(
@@ -87,136 +81,20 @@ def _locked_open_case(intent_id):
 
 
 @retry_lost_races
-def review_accept_and_settle(*, intent_id, actor, reason: str) -> PaymentIntent:
-    """Accept what was received as payment: settle the order (or credit the top-up).
-
-    Refused when the order is already settled by other means or cancelled, or when its
-    hold lapsed and its units are taken (then credit the balance instead).
-    An overpaid order credits the excess, at the quoted rate, to the customer's balance.
-    A late top-up is credited at the lower of the quoted and the current rate; an overpaid
-    one at the quoted rate, up to twice its nominal amount.
-    """
-    reason = _reason(reason)
-    with transaction.atomic():
-        intent = _locked_open_case(intent_id)
-        value = received_usd(intent)
-        details = {"received_usd": usd_str(value)}
-        if intent.purpose == Purpose.EXTENSION:
-            from kernodeck.support import services as support_services
-
-            support_services.extension_settle(
-                extension_id=intent.extension_id,
-                intent_id=intent.pk,
-                actor=actor,
-                cause={"payment": str(intent.pk), "review": reason},
-            )
-            excess = value - intent.amount_usd
-            if intent.status == IntentStatus.OVERPAID and excess > 0:
-                ledger_services.balance_credit_payment(
-                    intent=intent,
-                    amount_usd=excess,
-                    kind=EntryKind.OVERPAYMENT_CREDIT,
-                    actor=actor,
-                    memo=reason,
-                )
-                details["excess_credited_usd"] = usd_str(excess)
-        elif intent.purpose == Purpose.ORDER:
-            if intent.order.payment_state == PaymentState.SETTLED:
-                # Settled by other means (balance, another payment): this one is extra.
-                raise Conflict(
-                    _(
-                        "Order %(reference)s is already settled by other means; credit this "
-                        "payment to the customer's balance instead."
-                    )
-                    % {"reference": intent.order.reference}
-                )
-            # order_settle re-checks the units if the hold lapsed (409 UnitsReleased).
-            order_services.order_settle(
-                order=intent.order,
-                actor=actor,
-                cause={"payment": str(intent.pk), "review": reason},
-            )
-            excess = value - intent.amount_usd
-            if intent.status == IntentStatus.OVERPAID and excess > 0:
-                ledger_services.balance_credit_payment(
-                    intent=intent,
-                    amount_usd=excess,
-                    kind=EntryKind.OVERPAYMENT_CREDIT,
-                    actor=actor,
-                    memo=reason,
-                )
-                details["excess_credited_usd"] = usd_str(excess)
-        else:
-            credit = value
-            if intent.status == IntentStatus.LATE:
-                current = selectors.rate_current(intent.method.asset)
-                if current is None:
-                    raise Conflict(
-                        _("No fresh %(asset)s rate to compare with; record or fetch one first.")
-                        % {"asset": intent.method.asset}
-                    )
-                credit = min(value, received_usd(intent, usd_per_coin=current.usd_per_coin))
-            if intent.status == IntentStatus.OVERPAID:
-                credit = min(value, intent.topup.amount_usd * TOPUP_OVERPAY_CAP)
-            ledger_services.topup_credit(
-                intent=intent, amount_usd=credit, actor=actor, memo=reason
-            )
-            details["credited_usd"] = usd_str(credit)
-        intent.status = IntentStatus.ALLOCATED
-        _resolve(
-            intent, resolution=Resolution.SETTLED, actor=actor, reason=reason, details=details
-        )
-    return intent
-
-
-REVIEW_CREDIT_KINDS = {
-    IntentStatus.OVERPAID: EntryKind.OVERPAYMENT_CREDIT,
-    IntentStatus.UNDERPAID: EntryKind.UNDERPAYMENT_CREDIT,
-    IntentStatus.LATE: EntryKind.LATE_PAYMENT_CREDIT,
-}
-
-
-@retry_lost_races
-def review_credit_balance(*, intent_id, actor, reason: str) -> PaymentIntent:
-    """Credit the received value (quoted rate) to the customer's balance, order unsettled."""
-    reason = _reason(reason)
-    with transaction.atomic():
-        intent = _locked_open_case(intent_id)
-        value = received_usd(intent)
-        if value <= 0:
-            raise Conflict(_("Nothing was received, so there is nothing to credit."))
-        # The statement names the real cause of the credit, one label per kind of case.
-        kind = REVIEW_CREDIT_KINDS.get(intent.status, EntryKind.REVIEW_CREDIT)
-        ledger_services.balance_credit_payment(
-            intent=intent,
-            amount_usd=value,
-            kind=kind,
-            actor=actor,
-            memo=reason,
-        )
-        _resolve(
-            intent,
-            resolution=Resolution.CREDITED,
-            actor=actor,
-            reason=reason,
-            details={"credited_usd": usd_str(value)},
-        )
-    return intent
-
-
-@retry_lost_races
 def review_mark_refunded(*, intent_id, actor, reason: str) -> PaymentIntent:
     """The money was sent back outside Kernodeck; nothing moves here."""
-    reason = _reason(reason)
+    reason = review_reason_clean(reason)
     with transaction.atomic():
-        intent = _locked_open_case(intent_id)
-        _resolve(intent, resolution=Resolution.REFUNDED, actor=actor, reason=reason, details={})
+        intent = review_case_lock(intent_id)
+        review_resolve(
+            intent, resolution=Resolution.REFUNDED, actor=actor, reason=reason, details={}
+        )
     return intent
 
 
 def review_record_transfer(*, intent_id, txid: str, amount: str, actor, reason: str) -> Transfer:
     """Record by hand a transfer a watcher cannot see; it then goes through reconciliation."""
-    reason = _reason(reason)
+    reason = review_reason_clean(reason)
     txid = (txid or "").strip()
     if not HAND_TXID.fullmatch(txid):
         raise InvalidInput(
@@ -271,7 +149,7 @@ def review_record_transfer(*, intent_id, txid: str, amount: str, actor, reason: 
 
 def review_transfer_resolve(*, transfer_id, actor, note: str, intent_id=None) -> Transfer:
     """Close a reviewed transfer: attach it to an intent (then reconcile) or note why not."""
-    note = _reason(note)
+    note = review_reason_clean(note)
     with transaction.atomic():
         transfer = Transfer.objects.select_for_update().get(pk=transfer_id)
         if transfer.review_resolved_at:

@@ -12,6 +12,7 @@ credits once; a pass over idle intents costs the same few statements however man
 are.
 """
 
+import functools
 import hashlib
 import logging
 import time
@@ -22,6 +23,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q, Value
+from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
@@ -29,7 +31,6 @@ from kernodeck.core.errors import ServiceError
 from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_record
 from kernodeck.observability import recording
-from kernodeck.orders import services as order_services
 from kernodeck.payments import locks, reconciliation
 from kernodeck.payments.chains.adapters import adapter_for, configured_networks
 from kernodeck.payments.chains.base import (
@@ -43,7 +44,6 @@ from kernodeck.payments.models import (
     ChainState,
     IntentStatus,
     PaymentIntent,
-    Purpose,
     Transfer,
     TransferKind,
 )
@@ -487,6 +487,13 @@ def payment_intent_reconcile(*, intent_id) -> PaymentIntent:
     return intent
 
 
+@functools.cache
+def allocator():
+    """What gives confirmed money to what it paid for: the function named by
+    KERNODECK_PAYMENT_ALLOCATOR (the settlement step; payments know nothing of purposes)."""
+    return import_string(settings.KERNODECK_PAYMENT_ALLOCATOR)
+
+
 def _allocate(intent: PaymentIntent) -> None:
     """Confirmed: give the money to what it paid for. On failure it waits for review."""
     if intent.closed_at is not None:
@@ -497,20 +504,7 @@ def _allocate(intent: PaymentIntent) -> None:
         return
     try:
         with transaction.atomic():
-            if intent.purpose == Purpose.ORDER:
-                order_services.order_settle(order=intent.order, cause={"payment": str(intent.pk)})
-            elif intent.purpose == Purpose.EXTENSION:
-                from kernodeck.support import services as support_services
-
-                support_services.extension_settle(
-                    extension_id=intent.extension_id,
-                    intent_id=intent.pk,
-                    cause={"payment": str(intent.pk)},
-                )
-            else:
-                from kernodeck.ledger import services as ledger_services
-
-                ledger_services.topup_credit_confirmed(intent=intent)
+            allocator()(intent)
     except ServiceError as exc:
         intent.review_reason = _("Confirmed but not allocated: %(why)s") % {"why": exc.message}
         return

@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 
-from kernodeck.backoffice.permissions import permission_required
+from kernodeck.accounts.permissions import permission_required
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error

@@ -5,6 +5,7 @@ from typing import Any
 
 from ninja import Router, Schema, Status
 
+from kernodeck.core.errors import NotFound
 from kernodeck.core.money import usd_str
 from kernodeck.payments.api import IntentOut, PayIn, intent_out
 from kernodeck.support import selectors, services
@@ -139,8 +140,6 @@ def _offer(request, ticket_id):
     ticket = selectors.ticket_get_for_owner(owner=request.auth, ticket_id=ticket_id)
     extension = selectors.extensions_of(ticket=ticket).last()
     if extension is None:
-        from kernodeck.core.errors import NotFound
-
         raise NotFound("This ticket has no extension offer.")
     return ticket, extension
 

@@ -6,6 +6,8 @@ from django.apps import apps
 from django.db.models import Count
 
 from kernodeck.core.errors import NotFound
+from kernodeck.payments.models import IntentStatus, PaymentIntent
+from kernodeck.provisioning import selectors as provisioning_selectors
 from kernodeck.support.models import (
     FIELD_LABELS,
     WHEN_LABELS,
@@ -124,7 +126,6 @@ def known_secrets(*, order) -> list[str]:
     revoked."""
     if order is None or not apps.is_installed("kernodeck.provisioning"):
         return []
-    from kernodeck.provisioning import selectors as provisioning_selectors
 
     delivery = provisioning_selectors.latest_delivery(order)
     if delivery is None or not delivery.secret_ciphertext:
@@ -139,7 +140,6 @@ def tickets_with_order(*, order):
 
 def order_payments_for(*, owner, reference: str = ""):
     """The customer's order payments, for the payment ticket's picker (one order's if given)."""
-    from kernodeck.payments.models import PaymentIntent
 
     intents = PaymentIntent.objects.filter(owner=owner, order__isnull=False).select_related(
         "order", "method"
@@ -168,7 +168,6 @@ def ticket_field_rows(*, ticket) -> list[tuple[str, str]]:
 def extension_payment_seen(*, extension):
     """A crypto payment of the offer at which money was seen and no decision closed the
     case yet (like `payments.selectors.order_payment_seen` for orders)."""
-    from kernodeck.payments.models import IntentStatus
 
     return (
         extension.intents.filter(resolution="")

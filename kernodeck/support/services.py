@@ -17,10 +17,15 @@ from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput, NotFound
 from kernodeck.core.money import usd, usd_str
 from kernodeck.core.services import audit_record
+from kernodeck.ledger import services as ledger_services
 from kernodeck.notifications import services as notification_services
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.models import Order, PaymentState, RentalState
+from kernodeck.payments import selectors as payment_selectors
+from kernodeck.payments import services as payment_services
+from kernodeck.payments.models import Purpose
+from kernodeck.provisioning.services import rental_extend
 from kernodeck.support import locks as support_locks
 from kernodeck.support import pricing, redaction, selectors
 from kernodeck.support.models import (
@@ -696,7 +701,6 @@ def extension_pay_with_balance(*, extension: Extension, actor) -> Extension:
     API call) waits, then finds the offer paid and charges nothing. The ledger also
     refuses a second charge for the same extension (unique constraint).
     """
-    from kernodeck.ledger import services as ledger_services
 
     with transaction.atomic():
         extension = support_locks.lock_extension(extension.pk)
@@ -717,9 +721,6 @@ def extension_pay_with_balance(*, extension: Extension, actor) -> Extension:
 
 def extension_payment_create(*, extension: Extension, method_code: str, actor):
     """Crypto instructions for an offer (a payment with purpose `extension`)."""
-    from kernodeck.payments import selectors as payment_selectors
-    from kernodeck.payments import services as payment_services
-    from kernodeck.payments.models import Purpose
 
     # Refusals and any rate fetch before the lock; read once.
     prepared = payment_services.instructions_prepare(method_code)
@@ -762,8 +763,6 @@ def extension_settle(*, extension_id, intent_id, cause: dict, actor=None) -> Ext
 
 
 def _settle_locked(extension: Extension, *, actor, cause: dict, intent_id=None) -> Extension:
-    from kernodeck.provisioning.services import rental_extend
-
     now = clock.now()
     _move(extension, ExtensionStatus.PAID)
     extension.status = ExtensionStatus.PAID

@@ -17,7 +17,6 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from kernodeck.accounts import services as account_services
 from kernodeck.core.models import AuditEvent
-from kernodeck.ledger import services as ledger_services
 from kernodeck.ledger.models import LedgerEntry
 from kernodeck.notifications.models import OutboxMessage
 from kernodeck.payments import services as payment_services
@@ -32,6 +31,7 @@ from kernodeck.payments.models import (
 )
 from kernodeck.provisioning import services as provisioning_services
 from kernodeck.provisioning.models import Node
+from kernodeck.settlement import topups as settlement_topups
 from tests.accounts.test_ssh_keys import openssh_public
 from tests.factories import make_offer, make_order, make_settled_order, make_user
 from tests.ledger.helpers import funded_account, pay_topup
@@ -95,7 +95,9 @@ def world(configured, fresh_rates):
         user=order.owner, public_key=openssh_public(ed25519.Ed25519PrivateKey.generate())
     )
     ChainState.objects.get_or_create(network="tron")
-    ledger_services.topup_create(account=order.owner, amount_usd="100", method_code="btc-bitcoin")
+    settlement_topups.topup_create(
+        account=order.owner, amount_usd="100", method_code="btc-bitcoin"
+    )
     Group.objects.create(name="Someone else's group")
     intent.refresh_from_db()
     assert intent.status == IntentStatus.OVERPAID
@@ -153,7 +155,7 @@ def _target(name, view, world):
 
     if not name.startswith("admin:"):
         perms = getattr(view, "backoffice_permissions", None)
-        assert perms, f"{name} must be protected with backoffice.permissions.permission_required"
+        assert perms, f"{name} must be protected with accounts.permissions.permission_required"
         url = {
             "backoffice:review_queue": lambda: reverse(name),
             "backoffice:intent_case": lambda: reverse(name, args=[world["intent"].pk]),

@@ -15,6 +15,8 @@ from kernodeck.ledger.models import EntryKind, LedgerEntry
 from kernodeck.orders import services as order_services
 from kernodeck.orders.models import Order
 from kernodeck.payments import services as payment_services
+from kernodeck.settlement import orders as settlement_orders
+from kernodeck.settlement import topups as settlement_topups
 from tests.browser.test_balance_journey import sign_in
 from tests.factories import make_user
 from tests.ledger.helpers import pay_topup
@@ -144,7 +146,7 @@ def overpaid_top_up_credited(settings):
     payment_services.payment_methods_ensure()
     customer = make_user(email="ada@example.org")
     operator = make_user(email="ops@example.org", staff=True, is_superuser=True)
-    _topup, intent = ledger_services.topup_create(
+    _topup, intent = settlement_topups.topup_create(
         account=customer, amount_usd="100", method_code="usdt-tron"
     )
     pay_topup(intent, amount_base=300_000_000)
@@ -232,7 +234,7 @@ def test_phone_width_pages_never_scroll_sideways(live_server, new_context, setti
         )
         for _ in range(3)
     ]
-    ledger_services.order_pay_with_balance(order=orders[0], actor=customer)
+    settlement_orders.order_pay_with_balance(order=orders[0], actor=customer)
     intent = payment_services.payment_intent_create_for_order(
         order=orders[1], method_code="btc-bitcoin", actor=customer
     )

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from kernodeck.orders import services as order_services
+from kernodeck.settlement import orders as settlement_orders
 from tests.browser.test_order_journey import sign_in
 from tests.factories import make_offer, make_operator, make_order, make_ssh_key, make_user
 
@@ -29,7 +29,7 @@ def test_operator_delivers_access_and_the_customer_sees_it(live_server, new_cont
     customer = make_user(email="carla@example.org")
     make_ssh_key(customer)
     order = make_order(owner=customer, offer=offer, days=7, preparation="notebook")
-    order_services.order_settle(order=order, cause={"test": "browser"})
+    settlement_orders.order_settle(order=order, cause={"test": "browser"})
     operator = make_operator()
 
     desk = new_context(locale="en-GB").new_page()

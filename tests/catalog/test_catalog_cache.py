@@ -13,6 +13,7 @@ from kernodeck.core import clock
 from kernodeck.orders import services as order_services
 from kernodeck.provisioning import services as provisioning_services
 from kernodeck.provisioning.models import Node, NodeState
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import api_post, make_offer, make_order, make_settled_order, make_user
 
 pytestmark = pytest.mark.django_db
@@ -89,7 +90,7 @@ def test_a_lapsed_hold_shows_within_the_cache_time(client, settings):
 def _cancel(offer):
     order = make_order(offer=offer, units=2)
     yield
-    order_services.order_cancel(order=order, actor=order.owner)
+    settlement_orders.order_cancel(order=order, actor=order.owner)
 
 
 def _settle_lapsed(offer):
@@ -98,7 +99,7 @@ def _settle_lapsed(offer):
     order = make_order(offer=offer, units=2)
     clock.freeze(order.hold_until + timedelta(minutes=1))
     yield
-    order_services.order_settle(order=order, cause={"test": "settled"})
+    settlement_orders.order_settle(order=order, cause={"test": "settled"})
 
 
 def _extend_lapsed_hold(offer):

@@ -16,7 +16,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test import override_settings
 
-from kernodeck.orders import services as order_services
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import make_offer, make_order, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -57,7 +57,7 @@ def test_a_backup_restores_every_row_exactly(tmp_path):
     offer = make_offer(units_total=4)
     make_order(owner=customer, offer=offer, units=2)
     cancelled = make_order(owner=customer, offer=offer, units=1)
-    order_services.order_cancel(order=cancelled, actor=customer)
+    settlement_orders.order_cancel(order=cancelled, actor=customer)
     before = every_row()
     assert sum(len(rows) for rows in before.values()) > 10
 

@@ -13,11 +13,11 @@ import pytest
 from kernodeck.core.models import AuditEvent
 from kernodeck.demo.profile import apply_demo_environment, simulator_environment
 from kernodeck.demo.services import demo_seed_catalog
-from kernodeck.ledger import services as ledger_services
 from kernodeck.ledger.selectors import balance_available
 from kernodeck.orders import services as order_services
 from kernodeck.payments import services as payment_services
 from kernodeck.payments.models import IntentStatus, Transfer
+from kernodeck.settlement import topups as settlement_topups
 from tests.factories import make_user
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,7 +97,7 @@ def test_each_panel_case_reaches_its_state(demo_chains, signed_in, method, actio
 
 def test_a_top_up_paid_from_the_panel_credits_the_balance(demo_chains, signed_in):
     payment_services.payment_methods_ensure()
-    _topup, intent = ledger_services.topup_create(
+    _topup, intent = settlement_topups.topup_create(
         account=signed_in.user, amount_usd="500", method_code="sol-solana"
     )
 

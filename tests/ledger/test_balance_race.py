@@ -7,9 +7,10 @@ import pytest
 from django.db import connection, connections
 
 from kernodeck.core.errors import Conflict
-from kernodeck.ledger import selectors, services
+from kernodeck.ledger import selectors
 from kernodeck.ledger.models import EntryKind, LedgerEntry
 from kernodeck.orders.models import PaymentState
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import make_offer, make_order, make_user
 from tests.ledger.helpers import funded_account
 
@@ -33,7 +34,7 @@ def test_twenty_concurrent_calls_for_two_orders_the_balance_cannot_both_cover():
     def pay(order):
         try:
             start.wait()
-            services.order_pay_with_balance(order=order, actor=account)
+            settlement_orders.order_pay_with_balance(order=order, actor=account)
             outcomes.append("paid")
         except Conflict:
             outcomes.append("refused")

@@ -8,8 +8,9 @@ from django.urls import reverse
 
 from kernodeck.core import clock
 from kernodeck.ledger import selectors as ledger_selectors
-from kernodeck.ledger import services
 from kernodeck.ledger.models import TopUp
+from kernodeck.settlement import orders as settlement_orders
+from kernodeck.settlement import topups as settlement_topups
 from tests.factories import api_post, make_offer, make_order, make_user
 from tests.ledger.helpers import funded_account, pay_topup
 
@@ -20,7 +21,7 @@ EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
 def test_balance_page_shows_available_and_pending_apart(client, configured, fresh_rates):
     account = make_user()
     funded_account(account, "50", make_user(staff=True))
-    services.topup_create(account=account, amount_usd="500", method_code="usdt-tron")
+    settlement_topups.topup_create(account=account, amount_usd="500", method_code="usdt-tron")
     client.force_login(account)
 
     page = client.get(reverse("ledger:balance"), **EN).content.decode()
@@ -94,14 +95,14 @@ def test_pay_with_balance_button_settles_the_order(client):
 
 def test_statement_csv_agrees_with_the_page_and_the_api(api, configured, fresh_rates):
     account = api.user
-    _topup, intent = services.topup_create(
+    _topup, intent = settlement_topups.topup_create(
         account=account, amount_usd="100", method_code="usdt-tron"
     )
     pay_topup(intent)
     order = make_order(
         owner=account, offer=make_offer(prices={3: "32.40", 7: "73.33", 30: "275.40"})
     )
-    services.order_pay_with_balance(order=order, actor=account)
+    settlement_orders.order_pay_with_balance(order=order, actor=account)
     api.force_login(account)
 
     rows = list(
@@ -185,7 +186,7 @@ def test_pay_with_balance_api_answers_409_with_available_and_needed(api):
 
 
 def test_another_customers_top_up_is_404(client, configured, fresh_rates):
-    topup, _intent = services.topup_create(
+    topup, _intent = settlement_topups.topup_create(
         account=make_user(), amount_usd="100", method_code="usdt-tron"
     )
     client.force_login(make_user())

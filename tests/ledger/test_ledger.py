@@ -11,6 +11,8 @@ from kernodeck.ledger.models import EntryKind, LedgerEntry, TopUp
 from kernodeck.orders.models import PaymentState
 from kernodeck.payments import services as payment_services
 from kernodeck.payments.models import IntentStatus
+from kernodeck.settlement import orders as settlement_orders
+from kernodeck.settlement import topups as settlement_topups
 from tests.factories import make_offer, make_order, make_user
 from tests.ledger.helpers import funded_account, pay_topup
 
@@ -40,7 +42,7 @@ def test_balance_is_the_sum_of_entries_and_never_negative(ops):
             offer = make_offer(prices={3: amount, 7: "1.00", 30: "1.00"})
             order = make_order(owner=account, offer=offer, days=3)
             try:
-                services.order_pay_with_balance(order=order, actor=account)
+                settlement_orders.order_pay_with_balance(order=order, actor=account)
                 expected -= amount
             except services.InsufficientBalance:
                 order.refresh_from_db()
@@ -75,7 +77,7 @@ def test_database_refuses_a_negative_balance_and_a_second_charge():
     account = make_user()
     order = make_order(owner=account)
     funded_account(account, "1000", make_user(staff=True))
-    services.order_pay_with_balance(order=order, actor=account)
+    settlement_orders.order_pay_with_balance(order=order, actor=account)
     last = LedgerEntry.objects.filter(account=account).order_by("-sequence").first()
 
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -103,13 +105,15 @@ def test_database_refuses_a_negative_balance_and_a_second_charge():
 def test_only_the_four_top_up_amounts_are_accepted(configured, fresh_rates, amount):
     expected = r"Top-ups are exactly 100 USD, 500 USD, 2,000 USD, 10,000 USD\."
     with pytest.raises(InvalidInput, match=expected):
-        services.topup_create(account=make_user(), amount_usd=amount, method_code="usdt-tron")
+        settlement_topups.topup_create(
+            account=make_user(), amount_usd=amount, method_code="usdt-tron"
+        )
     assert not TopUp.objects.exists()
 
 
 def test_top_up_is_credited_only_when_its_payment_is_confirmed(configured, fresh_rates):
     account = make_user()
-    topup, intent = services.topup_create(
+    topup, intent = settlement_topups.topup_create(
         account=account, amount_usd="100", method_code="usdt-tron"
     )
     assert selectors.topups_pending_usd(account=account) == Decimal("100.00")
@@ -129,11 +133,11 @@ def test_top_up_is_credited_only_when_its_payment_is_confirmed(configured, fresh
 
 def test_a_pending_top_up_is_never_spendable(configured, fresh_rates):
     account = make_user()
-    services.topup_create(account=account, amount_usd="500", method_code="btc-bitcoin")
+    settlement_topups.topup_create(account=account, amount_usd="500", method_code="btc-bitcoin")
     order = make_order(owner=account)
 
     with pytest.raises(services.InsufficientBalance) as refused:
-        services.order_pay_with_balance(order=order, actor=account)
+        settlement_orders.order_pay_with_balance(order=order, actor=account)
 
     assert (refused.value.available, refused.value.needed) == (Decimal("0.00"), order.total_usd)
     order.refresh_from_db()
@@ -146,8 +150,8 @@ def test_paying_twice_charges_and_settles_once():
     funded_account(account, "1000", make_user(staff=True))
     order = make_order(owner=account)
 
-    services.order_pay_with_balance(order=order, actor=account)
-    services.order_pay_with_balance(order=order, actor=account)
+    settlement_orders.order_pay_with_balance(order=order, actor=account)
+    settlement_orders.order_pay_with_balance(order=order, actor=account)
 
     order.refresh_from_db()
     assert order.payment_state == PaymentState.SETTLED
@@ -156,15 +160,14 @@ def test_paying_twice_charges_and_settles_once():
 
 
 def test_a_cancelled_order_cannot_be_paid_from_the_balance():
-    from kernodeck.orders import services as order_services
 
     account = make_user()
     funded_account(account, "1000", make_user(staff=True))
     order = make_order(owner=account)
-    order_services.order_cancel(order=order, actor=account)
+    settlement_orders.order_cancel(order=order, actor=account)
 
     with pytest.raises(Conflict, match="cannot be paid"):
-        services.order_pay_with_balance(order=order, actor=account)
+        settlement_orders.order_pay_with_balance(order=order, actor=account)
     assert selectors.balance_available(account=account) == Decimal("1000.00")
 
 
@@ -175,18 +178,22 @@ def test_expired_top_up_gets_new_instructions_at_a_new_address(configured, fresh
     from kernodeck.payments import watching
 
     account = make_user()
-    topup, first = services.topup_create(
+    topup, first = settlement_topups.topup_create(
         account=account, amount_usd="100", method_code="usdt-tron"
     )
     with pytest.raises(Conflict, match="already has payment instructions"):
-        services.topup_new_instructions(topup=topup, method_code="trx-tron", actor=account)
+        settlement_topups.topup_new_instructions(
+            topup=topup, method_code="trx-tron", actor=account
+        )
 
     clock.freeze(first.expires_at + timedelta(seconds=1))
     watching.payment_intents_expire()
     for rate in fresh_rates.values():
         rate.fetched_at = clock.now()
         rate.save(update_fields=["fetched_at"])
-    second = services.topup_new_instructions(topup=topup, method_code="usdt-tron", actor=account)
+    second = settlement_topups.topup_new_instructions(
+        topup=topup, method_code="usdt-tron", actor=account
+    )
 
     assert second.address != first.address
     assert second.topup_id == topup.pk
@@ -197,7 +204,7 @@ def test_refund_of_a_settled_order_credits_its_total_once():
     account = make_user()
     funded_account(account, "1000", operator)
     order = make_order(owner=account)
-    services.order_pay_with_balance(order=order, actor=account)
+    settlement_orders.order_pay_with_balance(order=order, actor=account)
     order.refresh_from_db()
 
     services.balance_refund_order(order=order, actor=operator, reason="provisioning failed")
@@ -209,7 +216,7 @@ def test_refund_of_a_settled_order_credits_its_total_once():
 
 def test_topup_status_follows_reconciliation(configured, fresh_rates):
     account = make_user()
-    _topup, intent = services.topup_create(
+    _topup, intent = settlement_topups.topup_create(
         account=account, amount_usd="100", method_code="usdt-tron"
     )
 

@@ -6,9 +6,10 @@ from decimal import Decimal
 import pytest
 from django.core import mail
 
-from kernodeck.ledger import services as ledger_services
 from kernodeck.notifications.models import OutboxMessage
 from kernodeck.orders import services as order_services
+from kernodeck.settlement import orders as settlement_orders
+from kernodeck.settlement import topups as settlement_topups
 from tests.factories import make_offer, make_order, make_user
 from tests.ledger.helpers import funded_account, pay_topup
 from tests.payments.conftest import configured, fresh_rates  # noqa: F401
@@ -35,9 +36,9 @@ def test_settling_an_order_twice_confirms_the_payment_once(send_after_commit):
     mail.outbox.clear()
 
     with send_after_commit():
-        order_services.order_settle(order=order, cause={"test": 1})
+        settlement_orders.order_settle(order=order, cause={"test": 1})
     with send_after_commit():
-        order_services.order_settle(order=order, cause={"test": 2})
+        settlement_orders.order_settle(order=order, cause={"test": 2})
 
     assert OutboxMessage.objects.filter(event="payment_confirmed").count() == 1
     assert [m.subject for m in mail.outbox] == [f"Pago confirmado del pedido {order.reference}"]
@@ -50,18 +51,18 @@ def test_paying_from_the_balance_confirms_the_payment(send_after_commit):
     mail.outbox.clear()
 
     with send_after_commit():
-        ledger_services.order_pay_with_balance(order=order, actor=owner)
+        settlement_orders.order_pay_with_balance(order=order, actor=owner)
 
     assert [m.subject for m in mail.outbox] == [f"Payment confirmed for order {order.reference}"]
 
 
 def test_a_refused_settlement_sends_nothing(send_after_commit):
     order = make_order()
-    order_services.order_cancel(order=order, actor=order.owner)
+    settlement_orders.order_cancel(order=order, actor=order.owner)
     mail.outbox.clear()
 
     with pytest.raises(order_services.Conflict), send_after_commit():
-        order_services.order_settle(order=order, cause={})
+        settlement_orders.order_settle(order=order, cause={})
 
     assert not OutboxMessage.objects.filter(event="payment_confirmed").exists()
     assert mail.outbox == []
@@ -73,7 +74,7 @@ def test_a_credited_top_up_is_announced_once_with_the_new_balance(
     send_after_commit,
 ):
     account = make_user(preferred_language="en")
-    topup, intent = ledger_services.topup_create(
+    topup, intent = settlement_topups.topup_create(
         account=account, amount_usd="500", method_code="usdt-tron"
     )
     mail.outbox.clear()

@@ -13,6 +13,7 @@ from kernodeck.core import clock
 from kernodeck.observability import dashboard
 from kernodeck.payments import services as payment_services
 from kernodeck.provisioning import services as provisioning_services
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import make_offer, make_order, make_settled_order, make_ssh_key, make_user
 from tests.ledger.helpers import funded_account, pay_topup
 
@@ -58,11 +59,10 @@ def seeded(configured, fresh_rates):
     make_order(offer=offer)  # registered, never paid
     staff = make_user(staff=True)
     clock.freeze(NOW - timedelta(days=1))
-    from kernodeck.ledger import services as ledger_services
 
     by_balance = make_order(offer=offer)
     funded_account(by_balance.owner, "500.00", staff)
-    ledger_services.order_pay_with_balance(order=by_balance, actor=by_balance.owner)
+    settlement_orders.order_pay_with_balance(order=by_balance, actor=by_balance.owner)
     rental = make_settled_order(offer=offer, units=2)
     make_ssh_key(rental.owner)
     provisioning_services.rental_allocate(order=rental)

@@ -13,15 +13,16 @@ from hypothesis import strategies as st
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict
 from kernodeck.ledger import selectors as ledger_selectors
-from kernodeck.ledger import services as ledger_services
 from kernodeck.ledger.models import EntryKind, LedgerEntry
 from kernodeck.orders import capacity
 from kernodeck.orders import services as order_services
 from kernodeck.orders.models import Order, PaymentState
-from kernodeck.payments import review, watching
 from kernodeck.payments import services as payment_services
+from kernodeck.payments import watching
 from kernodeck.payments.chains.base import ObservedTransfer
 from kernodeck.payments.models import IntentStatus, Resolution
+from kernodeck.settlement import allocation
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import api_post, make_offer, make_order, make_user
 from tests.ledger.helpers import funded_account
 
@@ -54,7 +55,7 @@ def the_attack():
     x_order = make_order(owner=x, offer=offer, units=4, days=3)
     clock.freeze(START + timedelta(seconds=11))
     y_order = make_order(owner=y, offer=offer, units=4, days=3)
-    ledger_services.order_pay_with_balance(order=y_order, actor=y)
+    settlement_orders.order_pay_with_balance(order=y_order, actor=y)
     return offer, x, x_order
 
 
@@ -62,7 +63,7 @@ def test_paying_from_the_balance_after_the_hold_lapsed_refuses_taken_units(ten_s
     offer, x, x_order = the_attack()
 
     with pytest.raises(order_services.UnitsReleased) as refused:
-        ledger_services.order_pay_with_balance(order=x_order, actor=x)
+        settlement_orders.order_pay_with_balance(order=x_order, actor=x)
 
     assert refused.value.status == 409
     assert str(refused.value) == (
@@ -86,7 +87,7 @@ def test_the_api_answers_409_with_the_reason(ten_second_hold, api):
     other = make_user()
     funded_account(other, "5000", make_user(staff=True))
     taken = make_order(owner=other, offer=mine.offer, units=4, days=3)
-    ledger_services.order_pay_with_balance(order=taken, actor=other)
+    settlement_orders.order_pay_with_balance(order=taken, actor=other)
 
     response = api_post(api, f"/orders/{mine.reference}/pay-with-balance")
 
@@ -104,7 +105,7 @@ def test_paying_after_the_hold_lapsed_still_works_when_units_are_free(ten_second
     order = make_order(owner=x, offer=offer, units=4, days=3)
     clock.freeze(START + timedelta(hours=5))
 
-    ledger_services.order_pay_with_balance(order=order, actor=x)
+    settlement_orders.order_pay_with_balance(order=order, actor=x)
 
     order.refresh_from_db()
     assert order.payment_state == PaymentState.SETTLED
@@ -140,7 +141,7 @@ def test_crypto_confirmed_after_the_hold_lapsed_goes_to_review(
     y = make_user()
     funded_account(y, "5000", operator)
     y_order = make_order(owner=y, offer=offer, units=4, days=3)
-    ledger_services.order_pay_with_balance(order=y_order, actor=y)
+    settlement_orders.order_pay_with_balance(order=y_order, actor=y)
 
     watching.transfer_record(_observed(intent, confirmations=100), intent=intent)
     intent = watching.payment_intent_reconcile(intent_id=intent.pk)
@@ -153,10 +154,10 @@ def test_crypto_confirmed_after_the_hold_lapsed_goes_to_review(
     assert settled_units(offer) == 4
     # The operator cannot settle it either; crediting the balance is what is left.
     with pytest.raises(order_services.UnitsReleased):
-        review.review_accept_and_settle(intent_id=intent.pk, actor=operator, reason="paid")
+        allocation.review_accept_and_settle(intent_id=intent.pk, actor=operator, reason="paid")
     intent.refresh_from_db()
     assert intent.resolution == ""
-    review.review_credit_balance(intent_id=intent.pk, actor=operator, reason="units gone")
+    allocation.review_credit_balance(intent_id=intent.pk, actor=operator, reason="units gone")
     intent.refresh_from_db()
     assert intent.resolution == Resolution.CREDITED
 
@@ -174,7 +175,7 @@ def test_operator_accept_after_the_hold_lapsed_refuses_taken_units(
     clock.freeze(intent.expires_at + timedelta(minutes=5))
     y = make_user()
     funded_account(y, "5000", operator)
-    ledger_services.order_pay_with_balance(
+    settlement_orders.order_pay_with_balance(
         order=make_order(owner=y, offer=offer, units=4, days=3), actor=y
     )
     watching.transfer_record(_observed(intent, confirmations=100), intent=intent)  # late
@@ -182,7 +183,7 @@ def test_operator_accept_after_the_hold_lapsed_refuses_taken_units(
     assert intent.status == IntentStatus.LATE
 
     with pytest.raises(Conflict, match="were released when its hold lapsed"):
-        review.review_accept_and_settle(intent_id=intent.pk, actor=operator, reason="late ok")
+        allocation.review_accept_and_settle(intent_id=intent.pk, actor=operator, reason="late ok")
 
     intent.refresh_from_db()
     x_order.refresh_from_db()
@@ -228,10 +229,10 @@ def test_no_sequence_of_orders_payments_cancels_and_waits_oversells(ten_second_h
                     orders.append(make_order(owner=customers[a], offer=offer, units=b, days=3))
                 elif op == "pay" and orders:
                     order = orders[a % len(orders)]
-                    ledger_services.order_pay_with_balance(order=order, actor=order.owner)
+                    settlement_orders.order_pay_with_balance(order=order, actor=order.owner)
                 elif op == "cancel" and orders:
                     order = orders[a % len(orders)]
-                    order_services.order_cancel(order=order, actor=order.owner)
+                    settlement_orders.order_cancel(order=order, actor=order.owner)
                 elif op == "wait":
                     clock.freeze(clock.now() + timedelta(seconds=a))
             except Conflict:

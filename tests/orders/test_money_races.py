@@ -14,15 +14,15 @@ from django.db import connection, connections
 from kernodeck.core import clock
 from kernodeck.core.errors import ServiceError
 from kernodeck.ledger import selectors as ledger_selectors
-from kernodeck.ledger import services as ledger_services
 from kernodeck.ledger.models import EntryKind, LedgerEntry
-from kernodeck.orders import services as order_services
 from kernodeck.orders.models import Order, PaymentState
 from kernodeck.payments import selectors as payment_selectors
 from kernodeck.payments import services as payment_services
 from kernodeck.payments import watching
 from kernodeck.payments.chains.base import ObservedTransfer
 from kernodeck.payments.models import IntentStatus, PaymentIntent
+from kernodeck.settlement import orders as settlement_orders
+from kernodeck.settlement import topups as settlement_topups
 from tests.factories import make_offer, make_order, make_user
 from tests.ledger.helpers import funded_account
 
@@ -89,10 +89,10 @@ def test_cancel_pay_declare_new_instructions_and_the_watcher_on_one_order(
     )
 
     def pay():
-        ledger_services.order_pay_with_balance(order=order, actor=account, confirm=True)
+        settlement_orders.order_pay_with_balance(order=order, actor=account, confirm=True)
 
     def cancel():
-        order_services.order_cancel(order=order, actor=account)
+        settlement_orders.order_cancel(order=order, actor=account)
 
     def new_instructions():
         payment_services.payment_intent_create_for_order(
@@ -106,7 +106,7 @@ def test_cancel_pay_declare_new_instructions_and_the_watcher_on_one_order(
         watching.payment_intent_reconcile(intent_id=crypto.pk)
 
     def topup():
-        ledger_services.topup_create(account=account, amount_usd="100", method_code="usdt-tron")
+        settlement_topups.topup_create(account=account, amount_usd="100", method_code="usdt-tron")
 
     outcomes, escaped = race(pay, cancel, new_instructions, declare, watcher, topup, pay, cancel)
 
@@ -144,11 +144,11 @@ def test_a_lapsed_order_paid_while_another_customer_takes_its_units(settings, ro
     clock.freeze(start + timedelta(seconds=11))  # X's hold lapsed; clock shared by threads
 
     def x_pays():
-        ledger_services.order_pay_with_balance(order=x_order, actor=x)
+        settlement_orders.order_pay_with_balance(order=x_order, actor=x)
 
     def y_orders_and_pays():
         y_order = make_order(owner=y, offer=offer, units=4, days=3)
-        ledger_services.order_pay_with_balance(order=y_order, actor=y)
+        settlement_orders.order_pay_with_balance(order=y_order, actor=y)
 
     outcomes, escaped = race(x_pays, y_orders_and_pays)
 
@@ -171,10 +171,10 @@ def test_pay_with_balance_cancel_and_new_instructions_never_deadlock(
     orders = [make_order(owner=account, offer=make_offer(units_total=10)) for _ in range(2)]
 
     def pay(order):
-        return lambda: ledger_services.order_pay_with_balance(order=order, actor=account)
+        return lambda: settlement_orders.order_pay_with_balance(order=order, actor=account)
 
     def cancel(order):
-        return lambda: order_services.order_cancel(order=order, actor=account)
+        return lambda: settlement_orders.order_cancel(order=order, actor=account)
 
     def new_instructions(order):
         return lambda: payment_services.payment_intent_create_for_order(

@@ -9,9 +9,9 @@ from kernodeck.catalog.models import OfferPrice
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.models import AuditEvent
-from kernodeck.orders import services
 from kernodeck.orders.models import Order, PaymentState, RentalState
 from kernodeck.orders.references import PATTERN
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import make_offer, make_order, make_user
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +64,7 @@ def test_lapsed_hold_and_cancellation_release_units():
     with pytest.raises(Conflict):
         make_order(offer=offer, units=1)
 
-    services.order_cancel(order=cancelled, actor=cancelled.owner)
+    settlement_orders.order_cancel(order=cancelled, actor=cancelled.owner)
     make_order(offer=offer, units=1)
     with pytest.raises(Conflict):
         make_order(offer=offer, units=1)
@@ -108,7 +108,7 @@ def test_cancel_is_refused_once_settled_and_changes_nothing():
     order.refresh_from_db()
 
     with pytest.raises(Conflict, match="A settled order cannot be cancelled"):
-        services.order_cancel(order=order, actor=order.owner)
+        settlement_orders.order_cancel(order=order, actor=order.owner)
 
     order.refresh_from_db()
     assert order.payment_state == PaymentState.SETTLED
@@ -117,8 +117,8 @@ def test_cancel_is_refused_once_settled_and_changes_nothing():
 
 def test_cancel_twice_is_one_cancellation():
     order = make_order()
-    services.order_cancel(order=order, actor=order.owner)
-    services.order_cancel(order=order, actor=order.owner)
+    settlement_orders.order_cancel(order=order, actor=order.owner)
+    settlement_orders.order_cancel(order=order, actor=order.owner)
 
     assert AuditEvent.objects.filter(action="order.cancelled").count() == 1
 

@@ -12,13 +12,13 @@ from django.urls import reverse
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict
 from kernodeck.ledger import selectors as ledger_selectors
-from kernodeck.ledger import services as ledger_services
 from kernodeck.ledger.models import EntryKind, LedgerEntry
-from kernodeck.orders import services as order_services
 from kernodeck.orders.models import PaymentState
-from kernodeck.payments import review, review_selectors, services, uris, watching
+from kernodeck.payments import review_selectors, services, uris, watching
 from kernodeck.payments.chains.base import ObservedTransfer
 from kernodeck.payments.models import IntentStatus, Rate, TransferKind
+from kernodeck.settlement import allocation
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import api_post, make_offer, make_order, make_user
 from tests.ledger.helpers import funded_account
 
@@ -59,7 +59,7 @@ def test_cancelling_closes_the_instructions_and_their_page_says_do_not_send(
     order, intent = order_with_instructions()
     amount = uris.amount_text(intent.amount_units, intent.method.decimals)
 
-    order_services.order_cancel(order=order, actor=order.owner)
+    settlement_orders.order_cancel(order=order, actor=order.owner)
 
     intent.refresh_from_db()
     assert intent.closed_at is not None
@@ -98,7 +98,7 @@ def test_i_have_paid_on_closed_instructions_is_refused(api, configured, fresh_ra
 def test_paying_from_the_balance_closes_the_instructions(client, configured, fresh_rates):
     order, intent = order_with_instructions()
 
-    ledger_services.order_pay_with_balance(order=order, actor=order.owner)
+    settlement_orders.order_pay_with_balance(order=order, actor=order.owner)
 
     intent.refresh_from_db()
     assert intent.closed_reason == "order_settled"
@@ -112,7 +112,7 @@ def test_crypto_reaching_closed_instructions_is_recorded_and_goes_to_review(
     configured, fresh_rates
 ):
     order, intent = order_with_instructions()
-    ledger_services.order_pay_with_balance(order=order, actor=order.owner)
+    settlement_orders.order_pay_with_balance(order=order, actor=order.owner)
     balance = ledger_selectors.balance_available(account=order.owner)
 
     intent = sent(intent)
@@ -128,7 +128,7 @@ def test_crypto_reaching_closed_instructions_is_recorded_and_goes_to_review(
 def test_a_payment_seen_before_cancelling_goes_to_review_not_to_the_order(configured, fresh_rates):
     order, intent = order_with_instructions(funded=None)
     sent(intent, confirmations=0)  # seen, unconfirmed
-    order_services.order_cancel(order=order, actor=order.owner)
+    settlement_orders.order_cancel(order=order, actor=order.owner)
 
     intent = sent(intent, confirmations=100)
 
@@ -218,7 +218,7 @@ def test_balance_is_refused_while_a_crypto_payment_is_on_its_way(configured, fre
     sent(intent, confirmations=0)
 
     with pytest.raises(Conflict, match="has already been seen on the blockchain"):
-        ledger_services.order_pay_with_balance(order=order, actor=order.owner, confirm=True)
+        settlement_orders.order_pay_with_balance(order=order, actor=order.owner, confirm=True)
 
     order.refresh_from_db()
     assert order.payment_state == PaymentState.AWAITING_PAYMENT
@@ -250,11 +250,11 @@ def test_operator_cannot_settle_an_order_already_paid_otherwise(configured, fres
     assert sent(full, txid="cc" * 32).status == IntentStatus.ALLOCATED
 
     with pytest.raises(Conflict, match="is already settled by other means"):
-        review.review_accept_and_settle(intent_id=underpaid.pk, actor=operator, reason="ok")
+        allocation.review_accept_and_settle(intent_id=underpaid.pk, actor=operator, reason="ok")
 
     underpaid.refresh_from_db()
     assert underpaid.resolution == ""
-    review.review_credit_balance(intent_id=underpaid.pk, actor=operator, reason="extra")
+    allocation.review_credit_balance(intent_id=underpaid.pk, actor=operator, reason="extra")
     assert ledger_selectors.balance_available(account=order.owner) > 0
 
 

@@ -8,10 +8,10 @@ import pytest
 
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict
-from kernodeck.ledger import services as ledger_services
 from kernodeck.ledger.models import TopUp
 from kernodeck.payments import services
 from kernodeck.payments.models import PaymentIntent, Rate
+from kernodeck.settlement import topups as settlement_topups
 from tests.factories import api_post, make_offer, make_order
 
 pytestmark = pytest.mark.django_db
@@ -98,17 +98,17 @@ def test_open_top_ups_are_capped_per_account(api, configured, fresh_rates, roomy
 
 def test_new_instructions_for_one_top_up_are_capped_too(configured, fresh_rates, roomy_throttle):
     roomy_throttle.KERNODECK_MAX_WATCHED_INSTRUCTIONS = 2
-    topup, intent = ledger_services.topup_create(
+    topup, intent = settlement_topups.topup_create(
         account=make_order().owner, amount_usd="100", method_code="usdt-tron"
     )
     services.payment_intent_abandon(intent=intent, actor=topup.account)
-    second = ledger_services.topup_new_instructions(
+    second = settlement_topups.topup_new_instructions(
         topup=topup, method_code="btc-bitcoin", actor=topup.account
     )
     services.payment_intent_abandon(intent=second, actor=topup.account)
 
     with pytest.raises(Conflict, match="already has 2 recent payment instructions"):
-        ledger_services.topup_new_instructions(
+        settlement_topups.topup_new_instructions(
             topup=topup, method_code="btc-bitcoin", actor=topup.account
         )
     assert topup.intents.count() == 2
@@ -138,9 +138,9 @@ def test_creating_instructions_is_throttled_per_account(api, configured, fresh_r
 def test_i_have_paid_is_throttled_per_account(api, configured, fresh_rates, settings):
     settings.KERNODECK_THROTTLE_PAYMENT_DECLARE = (2, 3600)
     intents = [
-        ledger_services.topup_create(account=api.user, amount_usd="100", method_code="usdt-tron")[
-            1
-        ]
+        settlement_topups.topup_create(
+            account=api.user, amount_usd="100", method_code="usdt-tron"
+        )[1]
         for _ in range(3)
     ]
 

@@ -11,12 +11,13 @@ from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.models import AuditEvent
 from kernodeck.ledger import selectors as ledger_selectors
-from kernodeck.ledger import services as ledger_services
 from kernodeck.ledger.models import EntryKind
 from kernodeck.orders.models import PaymentState
 from kernodeck.payments import review, services, watching
 from kernodeck.payments.chains.base import ObservedTransfer
 from kernodeck.payments.models import IntentStatus, Resolution, Transfer
+from kernodeck.settlement import allocation
+from kernodeck.settlement import topups as settlement_topups
 from tests.factories import make_offer, make_order, make_user
 from tests.ledger.helpers import pay_topup
 
@@ -37,7 +38,7 @@ def test_overpaid_order_accepted_settles_and_credits_the_excess(configured, fres
     intent.refresh_from_db()
     assert intent.status == IntentStatus.OVERPAID
 
-    review.review_accept_and_settle(
+    allocation.review_accept_and_settle(
         intent_id=intent.pk, actor=operator, reason="customer sent 300"
     )
 
@@ -60,7 +61,7 @@ def test_a_decision_needs_a_reason_and_happens_once(configured, fresh_rates):
         review.review_mark_refunded(intent_id=intent.pk, actor=operator, reason="  ")
     review.review_mark_refunded(intent_id=intent.pk, actor=operator, reason="sent back by hand")
     with pytest.raises(Conflict, match="already decided"):
-        review.review_accept_and_settle(intent_id=intent.pk, actor=operator, reason="again")
+        allocation.review_accept_and_settle(intent_id=intent.pk, actor=operator, reason="again")
 
     intent.refresh_from_db()
     assert intent.order.payment_state == PaymentState.AWAITING_PAYMENT
@@ -71,7 +72,7 @@ def test_a_case_without_an_exception_cannot_be_decided(configured, fresh_rates):
     intent = usdt_order_intent()
 
     with pytest.raises(Conflict, match="not waiting for a decision"):
-        review.review_accept_and_settle(
+        allocation.review_accept_and_settle(
             intent_id=intent.pk, actor=make_user(staff=True), reason="x"
         )
 
@@ -83,7 +84,9 @@ def test_late_payment_credited_to_the_balance(configured, fresh_rates):
     intent.refresh_from_db()
     assert intent.status == IntentStatus.LATE
 
-    review.review_credit_balance(intent_id=intent.pk, actor=make_user(staff=True), reason="late")
+    allocation.review_credit_balance(
+        intent_id=intent.pk, actor=make_user(staff=True), reason="late"
+    )
 
     assert ledger_selectors.balance_available(account=intent.owner) == Decimal("210.00")
     intent.order.refresh_from_db()
@@ -92,7 +95,7 @@ def test_late_payment_credited_to_the_balance(configured, fresh_rates):
 
 def test_late_top_up_is_credited_at_the_lower_rate(configured, fresh_rates):
     account = make_user()
-    _topup, intent = ledger_services.topup_create(
+    _topup, intent = settlement_topups.topup_create(
         account=account, amount_usd="100", method_code="btc-bitcoin"
     )
     clock.freeze(intent.expires_at + timedelta(minutes=5))
@@ -103,7 +106,7 @@ def test_late_top_up_is_credited_at_the_lower_rate(configured, fresh_rates):
     fresh_rates["BTC"].save(update_fields=["fetched_at"])
     services.rate_record_manual(asset="BTC", usd_per_coin="90000")  # BTC fell since the quote
 
-    review.review_accept_and_settle(
+    allocation.review_accept_and_settle(
         intent_id=intent.pk, actor=make_user(staff=True), reason="late"
     )
 
@@ -113,12 +116,12 @@ def test_late_top_up_is_credited_at_the_lower_rate(configured, fresh_rates):
 
 def test_overpaid_top_up_is_credited_up_to_twice_its_amount(configured, fresh_rates):
     account = make_user()
-    _topup, intent = ledger_services.topup_create(
+    _topup, intent = settlement_topups.topup_create(
         account=account, amount_usd="100", method_code="usdt-tron"
     )
     pay_topup(intent, amount_base=500_000_000)  # 500 USDT for a 100 USD top-up
 
-    review.review_accept_and_settle(
+    allocation.review_accept_and_settle(
         intent_id=intent.pk, actor=make_user(staff=True), reason="over"
     )
 
@@ -223,13 +226,13 @@ def test_overpaid_top_up_credited_to_the_balance_is_an_overpayment_and_no_longer
     configured, fresh_rates
 ):
     account = make_user()
-    _topup, intent = ledger_services.topup_create(
+    _topup, intent = settlement_topups.topup_create(
         account=account, amount_usd="100", method_code="usdt-tron"
     )
     pay_topup(intent, amount_base=300_000_000)  # 300 USDT for a 100 USD top-up
     assert ledger_selectors.topups_pending_usd(account=account) == Decimal("100.00")
 
-    review.review_credit_balance(
+    allocation.review_credit_balance(
         intent_id=intent.pk, actor=make_user(staff=True), reason="three times the amount"
     )
 
@@ -241,7 +244,7 @@ def test_overpaid_top_up_credited_to_the_balance_is_an_overpayment_and_no_longer
 
 def test_late_top_up_credited_to_the_balance_stays_a_late_payment(configured, fresh_rates):
     account = make_user()
-    _topup, intent = ledger_services.topup_create(
+    _topup, intent = settlement_topups.topup_create(
         account=account, amount_usd="100", method_code="usdt-tron"
     )
     clock.freeze(intent.expires_at + timedelta(minutes=5))
@@ -249,7 +252,7 @@ def test_late_top_up_credited_to_the_balance_stays_a_late_payment(configured, fr
         pay_topup(intent)
         intent.refresh_from_db()
         assert intent.status == IntentStatus.LATE
-        review.review_credit_balance(
+        allocation.review_credit_balance(
             intent_id=intent.pk, actor=make_user(staff=True), reason="late"
         )
     finally:
@@ -267,7 +270,7 @@ def test_underpaid_order_credited_to_the_balance_is_labelled_an_underpayment(
     try:
         intent = watching.payment_intent_reconcile(intent_id=intent.pk)
         assert intent.status == IntentStatus.UNDERPAID
-        review.review_credit_balance(
+        allocation.review_credit_balance(
             intent_id=intent.pk, actor=make_user(staff=True), reason="short; credit it"
         )
     finally:
@@ -288,7 +291,7 @@ def test_every_review_credit_cause_has_its_own_label_in_both_languages():
         EntryKind.UNDERPAYMENT_CREDIT,
         EntryKind.REVIEW_CREDIT,
     ]
-    assert set(review.REVIEW_CREDIT_KINDS.values()) | {EntryKind.REVIEW_CREDIT} == set(kinds)
+    assert set(allocation.REVIEW_CREDIT_KINDS.values()) | {EntryKind.REVIEW_CREDIT} == set(kinds)
     for language in ("en", "es"):
         with translation.override(language):
             labels = [str(kind.label) for kind in kinds]

@@ -17,6 +17,7 @@ from kernodeck.orders import services as order_services
 from kernodeck.orders.models import Order, PaymentState, RentalState
 from kernodeck.provisioning import services
 from kernodeck.provisioning.models import Allocation, GpuSlot, NodeState
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import make_offer, make_operator, make_ssh_key, make_user
 
 pytestmark = pytest.mark.django_db
@@ -154,13 +155,13 @@ def _run(steps):
                 # Only within the hold: a settlement after a lapsed hold is re-checked by
                 # the settlement path itself (issue 9).
                 if order.hold_until > clock.now():
-                    order_services.order_settle(order=order, cause={"test": 1})
+                    settlement_orders.order_settle(order=order, cause={"test": 1})
                     if flag:  # the task after commit; otherwise it has not run yet
                         services.rental_allocate(order=order)
             elif op == "allocate":
                 services.rentals_allocate_waiting()
             elif op == "cancel":
-                order_services.order_cancel(order=order, actor=order.owner)
+                settlement_orders.order_cancel(order=order, actor=order.owner)
             elif op == "lapse":
                 clock.freeze(clock.now() + timedelta(hours=units))
             elif op == "prepare":

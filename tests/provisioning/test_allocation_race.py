@@ -6,10 +6,10 @@ import threading
 import pytest
 from django.db import connection, connections
 
-from kernodeck.orders import services as order_services
 from kernodeck.orders.models import Order, RentalState
 from kernodeck.provisioning import services
 from kernodeck.provisioning.models import Allocation, Node
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import make_offer, make_order
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -39,7 +39,7 @@ def test_settlements_racing_for_the_last_slot_never_both_get_it(racers):
         try:
             start.wait()
             # Settling queues the rental; the allocation task runs right after commit.
-            order_services.order_settle(order=order, cause={"race": True})
+            settlement_orders.order_settle(order=order, cause={"race": True})
         except Exception as error:
             errors.append(error)
         finally:
@@ -68,7 +68,7 @@ def test_concurrent_allocation_passes_never_give_a_slot_twice():
     orders = [make_order(offer=offer) for _ in range(4)]
     Node.objects.filter(offer=offer).update(state="maintenance")
     for order in orders:
-        order_services.order_settle(order=order, cause={"race": True})
+        settlement_orders.order_settle(order=order, cause={"race": True})
     Node.objects.filter(offer=offer).update(state="available")
     start = threading.Barrier(4)
     errors = []

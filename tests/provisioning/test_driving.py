@@ -13,6 +13,7 @@ from kernodeck.orders.models import Order, RentalState
 from kernodeck.provisioning import drivers, driving, node_health, selectors, services, tasks
 from kernodeck.provisioning.drivers.base import DriverError, ProvisioningDriver
 from kernodeck.provisioning.drivers.manual import ManualDriver
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import make_offer, make_order, make_ssh_key
 from tests.provisioning.fake_driver import FakeDriver
 
@@ -50,9 +51,8 @@ def test_an_automated_node_goes_from_settlement_to_active_by_itself(fake):
     offer = automated_offer()
     order = make_order(offer=offer, units=2, days=3)
     key = make_ssh_key(order.owner)
-    from kernodeck.orders import services as order_services
 
-    order_services.order_settle(order=order, cause={"test": 1})
+    settlement_orders.order_settle(order=order, cause={"test": 1})
 
     order.refresh_from_db()
     assert order.rental_state == RentalState.ACTIVE
@@ -77,9 +77,8 @@ def test_a_permanent_driver_error_fails_the_rental_in_customer_words_detail_on_t
     offer = automated_offer()
     order = make_order(offer=offer)
     make_ssh_key(order.owner)
-    from kernodeck.orders import services as order_services
 
-    order_services.order_settle(order=order, cause={"test": 1})
+    settlement_orders.order_settle(order=order, cause={"test": 1})
 
     order.refresh_from_db()
     assert (order.rental_state, order.rental_reason) == (
@@ -105,9 +104,8 @@ def test_a_retryable_error_is_raised_for_the_queue_until_the_last_attempt(fake):
     fake.fail_prepare = DriverError("ssh: connection refused")
     offer = automated_offer()
     order = make_order(offer=offer)
-    from kernodeck.orders import services as order_services
 
-    order_services.order_settle(order=order, cause={"test": 1})
+    settlement_orders.order_settle(order=order, cause={"test": 1})
     order.refresh_from_db()
     # The first attempt failed; the queue keeps the retry for later: still preparing.
     assert (order.rental_state, order.rental_reason) == ("preparing", "Preparing the machine.")
@@ -122,9 +120,8 @@ def test_a_retryable_error_is_raised_for_the_queue_until_the_last_attempt(fake):
 def test_a_driver_that_delivers_to_a_customer_without_a_key_fails_the_rental(fake):
     offer = automated_offer()
     order = make_order(offer=offer)
-    from kernodeck.orders import services as order_services
 
-    order_services.order_settle(order=order, cause={"test": 1})
+    settlement_orders.order_settle(order=order, cause={"test": 1})
 
     order.refresh_from_db()
     assert order.rental_state == RentalState.PROVISIONING_FAILED
@@ -143,9 +140,8 @@ def test_drivers_are_never_called_inside_a_transaction(fake, monkeypatch):
     offer = automated_offer()
     order = make_order(offer=offer)
     make_ssh_key(order.owner)
-    from kernodeck.orders import services as order_services
 
-    order_services.order_settle(order=order, cause={"test": 1})
+    settlement_orders.order_settle(order=order, cause={"test": 1})
 
     assert seen == [False]
 

@@ -10,11 +10,11 @@ from django.db import connection, connections
 
 from kernodeck.core.models import AuditEvent
 from kernodeck.notifications.models import OutboxMessage
-from kernodeck.orders import services as order_services
 from kernodeck.orders.models import RentalState
 from kernodeck.provisioning import alerts, drivers, driving, services
 from kernodeck.provisioning.drivers.base import DriverError
 from kernodeck.provisioning.models import AlertKind, Allocation
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import make_offer, make_operator, make_order, make_ssh_key
 from tests.loopback import LoopbackServer
 from tests.provisioning.fake_driver import FakeDriver
@@ -44,7 +44,7 @@ def ended_with_release_pending():
     )
     order = make_order(offer=offer, units=1)
     make_ssh_key(order.owner)
-    order_services.order_settle(order=order, cause={"test": 1})
+    settlement_orders.order_settle(order=order, cause={"test": 1})
     order.refresh_from_db()
     assert order.rental_state == RentalState.ACTIVE
     services.rental_end(order=order, reason="ticket", actor=make_operator())

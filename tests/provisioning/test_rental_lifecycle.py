@@ -11,10 +11,10 @@ from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.models import AuditEvent
 from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.orders import capacity
-from kernodeck.orders import services as order_services
 from kernodeck.orders.models import RENTAL_TRANSITIONS, Order, RentalState
 from kernodeck.provisioning import selectors, services
 from kernodeck.provisioning.models import Allocation, Delivery
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import (
     make_offer,
     make_operator,
@@ -73,7 +73,7 @@ def test_without_free_slots_an_order_waits_queued_with_the_reason_until_slots_re
     services.node_state_set(node=node, state="maintenance", reason="fan", actor=operator)
 
     for order in (first, second):
-        order_services.order_settle(order=order, cause={"test": 1})
+        settlement_orders.order_settle(order=order, cause={"test": 1})
         order.refresh_from_db()
         assert order.rental_state == RentalState.QUEUED
         assert order.rental_reason == "Waiting for free GPUs: needs 1 units, 0 free now."

@@ -31,6 +31,7 @@ from kernodeck.provisioning.drivers import driver_for
 from kernodeck.provisioning.drivers.base import DriverError
 from kernodeck.provisioning.drivers.ssh import AGENT_NAME, agent_sha256, fingerprint
 from kernodeck.provisioning.models import Allocation, Delivery, Node, NodeState
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import PASSWORD, make_offer, make_operator, make_order, make_user
 from tests.sshhosts import ssh_lab  # noqa: F401 (the module-scoped fixture)
 
@@ -105,9 +106,7 @@ def customer_with_key(lab, name):
 
 
 def settle(order):
-    from kernodeck.orders import services as order_services
-
-    order_services.order_settle(order=order, cause={"test": "settled"})
+    settlement_orders.order_settle(order=order, cause={"test": "settled"})
     order.refresh_from_db()
     return order
 

@@ -7,11 +7,11 @@ from datetime import timedelta
 import pytest
 
 from kernodeck.core import clock
-from kernodeck.orders import services as order_services
 from kernodeck.orders.models import Order, RentalState
 from kernodeck.provisioning import drivers, driving, services
 from kernodeck.provisioning.drivers.base import DriverError
 from kernodeck.provisioning.models import StepLease
+from kernodeck.settlement import orders as settlement_orders
 from tests.factories import PASSWORD, make_offer, make_operator, make_order, make_ssh_key
 from tests.provisioning.fake_driver import FakeDriver
 
@@ -44,7 +44,7 @@ def stuck_preparing():
     services.node_create(name="auto-1", offer=offer, gpu_count=2, host="10.1.0.1", driver="ssh")
     order = make_order(offer=offer, units=1)
     make_ssh_key(order.owner)
-    order_services.order_settle(order=order, cause={"test": 1})
+    settlement_orders.order_settle(order=order, cause={"test": 1})
     HUEY.flush()  # the worker died with its scheduled retry
     order.refresh_from_db()
     assert order.rental_state == RentalState.PREPARING

@@ -8,6 +8,7 @@ from django.contrib.auth.models import Permission
 from kernodeck.core import clock
 from kernodeck.ledger import services as ledger_services
 from kernodeck.orders.models import Order
+from kernodeck.settlement import orders as settlement_orders
 from kernodeck.support import services
 from tests.factories import make_order, make_user
 
@@ -35,7 +36,7 @@ def settled_order(*, owner=None, **kwargs) -> Order:
     owner = owner or make_user()
     order = make_order(owner=owner, **kwargs)
     fund(owner, order.total_usd)
-    order, _entry = ledger_services.order_pay_with_balance(order=order, actor=owner)
+    order, _entry = settlement_orders.order_pay_with_balance(order=order, actor=owner)
     return order
 
 

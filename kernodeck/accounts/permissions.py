@@ -1,4 +1,7 @@
-"""Back-office permissions: one decorator protects a view, one call protects an action.
+"""Operators' permissions: one decorator protects a back-office view, one call an action.
+
+Here, in accounts, because every domain's desk views use them and no domain imports the
+back-office.
 
 Every back-office screen and action names the Django permission it needs
 (`app_label.codename`, declared in `Meta.permissions` of the app's model). Anonymous
