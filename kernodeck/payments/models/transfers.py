@@ -1,0 +1,150 @@
+"""What the chain watchers record: transfers seen at our addresses, and each network's state.
+
+Apart from the intents because these rows are written by the watchers from what a chain
+reports (a transfer may match no intent at all); a transfer points at the intent it pays.
+"""
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+from kernodeck.payments.models.intents import PaymentIntent
+
+
+class TransferKind(models.TextChoices):
+    MATCHED = "matched", _("Matched")
+    LATE = "late", _("Late")
+    WRONG_ASSET = "wrong_asset", _("Wrong asset")
+    SPOOFED = "spoofed", _("Spoofed token")
+    FAILED = "failed", _("Failed transaction")
+    DUST = "dust", _("Dust")
+    UNALLOCATED = "unallocated", _("Unallocated")
+
+
+# The largest amount a Transfer holds (chains.base.AMOUNT_COLUMN_MAX, the adapters' bound).
+TRANSFER_AMOUNT_MAX = 10**39 - 1
+
+# Kinds an operator must look at (the review queue), besides intents in an exception.
+REVIEW_KINDS = {TransferKind.WRONG_ASSET, TransferKind.UNALLOCATED}
+# Review-queue transfers not yet decided (shared by the selector and the partial index).
+REVIEW_TRANSFER_CASES = Q(kind__in=sorted(REVIEW_KINDS), review_resolved_at__isnull=True)
+
+
+class Transfer(models.Model):
+    """An on-chain credit seen at one of our addresses. Stored once, never forgotten."""
+
+    network = models.CharField(max_length=16, verbose_name=_("network"))
+    txid = models.CharField(max_length=100, verbose_name=_("transaction"))
+    index = models.PositiveIntegerField(
+        help_text=_("Output index or log index."), verbose_name=_("index")
+    )
+    address = models.CharField(max_length=100, db_index=True, verbose_name=_("address"))
+    asset = models.CharField(max_length=8, verbose_name=_("asset"))
+    token_contract = models.CharField(max_length=64, blank=True, verbose_name=_("token contract"))
+    amount_base = models.DecimalField(
+        max_digits=40, decimal_places=0, verbose_name=_("amount (base units)")
+    )
+    confirmations = models.PositiveIntegerField(default=0, verbose_name=_("confirmations"))
+    block_height = models.PositiveBigIntegerField(
+        null=True, blank=True, verbose_name=_("block height")
+    )
+    block_time = models.DateTimeField(null=True, blank=True, verbose_name=_("block time"))
+    first_seen_at = models.DateTimeField(verbose_name=_("first seen at"))
+    last_seen_at = models.DateTimeField(verbose_name=_("last seen at"))
+    disappeared_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text=_("No longer reported (replaced or reorganised away)."),
+        verbose_name=_("disappeared at"),
+    )
+    failed = models.BooleanField(default=False, verbose_name=_("failed"))
+    final = models.BooleanField(default=False, verbose_name=_("final"))
+    reference = models.CharField(max_length=64, blank=True, verbose_name=_("reference"))
+    intent = models.ForeignKey(
+        PaymentIntent,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="transfers",
+        verbose_name=_("payment"),
+    )
+    kind = models.CharField(max_length=12, choices=TransferKind.choices, verbose_name=_("kind"))
+    recorded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text=_("The operator who recorded it by hand; empty when a watcher saw it."),
+        verbose_name=_("recorded by"),
+    )
+    review_resolved_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("review decided at")
+    )
+    review_note = models.TextField(blank=True, verbose_name=_("review note"))
+
+    class Meta:
+        verbose_name = _("transfer")
+        verbose_name_plural = _("transfers")
+        ordering = ["first_seen_at", "id"]
+        indexes = [
+            # The review queue's second list: a handful of open cases among all transfers.
+            models.Index(
+                fields=["first_seen_at"],
+                condition=REVIEW_TRANSFER_CASES,
+                name="payments_transfer_review_idx",
+            ),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["network", "txid", "index"], name="payments_transfer_once"
+            ),
+            models.CheckConstraint(
+                condition=Q(amount_base__gte=0), name="payments_transfer_amount"
+            ),
+            # What a page can show: SQLite keeps numbers past 2**63 as floats, and one that
+            # rounds to 41 digits can no longer be read into the Decimal(40, 0) field.
+            models.CheckConstraint(
+                condition=Q(amount_base__lte=Decimal(TRANSFER_AMOUNT_MAX)),
+                name="payments_transfer_amount_max",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.network} {self.txid}:{self.index}"
+
+    @property
+    def seen_at(self):
+        """When it happened for timeliness: the block time or first sighting, earlier wins."""
+        if self.block_time is None:
+            return self.first_seen_at
+        return min(self.block_time, self.first_seen_at)
+
+
+class ChainState(models.Model):
+    """Health and scan cursor of one network's watcher."""
+
+    network = models.CharField(max_length=16, primary_key=True, verbose_name=_("network"))
+    tip = models.PositiveBigIntegerField(default=0, verbose_name=_("tip"))
+    tip_changed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("tip changed at"))
+    cursor = models.PositiveBigIntegerField(null=True, blank=True, verbose_name=_("cursor"))
+    # Block scanning (Esplora): the last blocks scanned, newest last, as [height, hash]
+    # pairs; a reorg shows as a hash that no longer matches, and the scan walks back.
+    scanned_blocks = models.JSONField(default=list, blank=True, verbose_name=_("scanned blocks"))
+    # When the intents kept only for late payments were last polled address by address.
+    late_polled_at = models.DateTimeField(null=True, blank=True, verbose_name=_("late polled at"))
+    last_success_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("last success at")
+    )
+    last_error_at = models.DateTimeField(null=True, blank=True, verbose_name=_("last error at"))
+    last_error = models.TextField(blank=True, verbose_name=_("last error"))
+
+    class Meta:
+        verbose_name = _("chain state")
+        verbose_name_plural = _("chain states")
+
+    def __str__(self):
+        return f"{self.network} at {self.tip}"

@@ -1,0 +1,312 @@
+"""Secrets in text: the shapes of keys, tokens and passwords, and `redact` that applies them.
+
+Each rule matches a recognisable secret shape (a key block, a token's prefix, a password
+after its name), some with a check that refuses look-alikes (a WIF key's checksum, a value
+that is a word). `redact` normalises the text, removes the rental's known secrets, applies
+the rules in order, then the seed-phrase search (in `seed_phrases`, apart for its size and
+its word lists).
+"""
+
+import hashlib
+import re
+import unicodedata
+
+from kernodeck.support.redaction.findings import KIND_LABELS, REMOVED, Finding, Redacted
+from kernodeck.support.redaction.seed_phrases import remove_seed_phrases
+
+_NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9_])"
+_NOT_ALNUM_AFTER = r"(?![A-Za-z0-9_])"
+
+_BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def _base58check(text: str) -> bytes | None:
+    """The payload of a Base58Check string, or None when its checksum does not hold."""
+    number = 0
+    for char in text:
+        number = number * 58 + _BASE58.index(char)
+    raw = number.to_bytes((number.bit_length() + 7) // 8, "big")
+    raw = b"\0" * (len(text) - len(text.lstrip("1"))) + raw
+    payload, checksum = raw[:-4], raw[-4:]
+    if hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4] != checksum:
+        return None
+    return payload
+
+
+def _is_wif(match: re.Match) -> bool:
+    """A Bitcoin private key in Wallet Import Format: version 0x80 (mainnet) or 0xef
+    (testnet), 32 bytes, and 0x01 when the public key is compressed."""
+    payload = _base58check(match.group(0))
+    if payload is None or payload[:1] not in {b"\x80", b"\xef"}:
+        return False
+    return len(payload) == 33 or (len(payload) == 34 and payload[-1] == 1)
+
+
+def _is_keypair(match: re.Match) -> bool:
+    return all(int(n) <= 255 for n in re.findall(r"\d+", match.group(0)))
+
+
+def _hf_wrapped(match: re.Match) -> bool:
+    """`hf_` and 34 letters, possibly broken over two lines by a terminal or an editor."""
+    first, rest = match.group("first"), match.group("rest")
+    return len(first) + len(rest) == 34 or (len(first) < 20 and len(first) + len(rest) >= 20)
+
+
+def _looks_secret(value: str) -> bool:
+    """A value after `secret:` or `--password ` (weaker signs than `=`) that is not a word:
+    it holds a digit or a symbol, or mixes case inside it."""
+    if len(value) < 4 or value == REMOVED or _NOT_A_SECRET.match(value):
+        return False
+    if any(c.isdigit() for c in value) or not value.isalpha():
+        return True
+    return value[1:] != value[1:].lower()
+
+
+# (kind, pattern, group to replace or 0 for the whole match, check or None), in this order;
+# a match the check refuses stays as it was.
+_RULES: list[tuple] = [
+    (
+        "private_key",
+        re.compile(
+            r"-----BEGIN ([A-Z0-9 ]*?)PRIVATE KEY( BLOCK)?-----"
+            r"(?:.*?-----END [A-Z0-9 ]*?PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
+            re.DOTALL,
+        ),
+        0,
+        None,
+    ),
+    # A PuTTY key file (.ppk): from its first line to the Private-MAC line.
+    (
+        "private_key",
+        re.compile(r"PuTTY-User-Key-File-\d+:.*?(?:Private-(?:MAC|Hash):[^\n]*|\Z)", re.DOTALL),
+        0,
+        None,
+    ),
+    # A Solana (and other ed25519 wallets') id.json: the keypair as 64 numbers.
+    (
+        "keypair_array",
+        re.compile(r"\[\s*(?:\d{1,3}\s*,\s*){63}\d{1,3}\s*\]"),
+        0,
+        _is_keypair,
+    ),
+    (
+        "wif_key",
+        re.compile(r"(?<![A-Za-z0-9])[59KLc][1-9A-HJ-NP-Za-km-z]{50,51}(?![A-Za-z0-9])"),
+        0,
+        _is_wif,
+    ),
+    (
+        "extended_private_key",
+        re.compile(_NOT_ALNUM_BEFORE + r"[xyztuvXYZ]prv[1-9A-HJ-NP-Za-km-z]{100,}"),
+        0,
+        None,
+    ),
+    ("kernodeck_token", re.compile(_NOT_ALNUM_BEFORE + r"kd_[A-Za-z0-9_\-]{20,}"), 0, None),
+    (
+        "huggingface_token",
+        re.compile(
+            _NOT_ALNUM_BEFORE
+            + r"hf_(?P<first>[A-Za-z0-9]{4,33})[ \t]*\r?\n[ \t]*(?P<rest>[A-Za-z0-9]{1,36})"
+            + _NOT_ALNUM_AFTER
+        ),
+        0,
+        _hf_wrapped,
+    ),
+    ("huggingface_token", re.compile(_NOT_ALNUM_BEFORE + r"hf_[A-Za-z0-9]{20,}"), 0, None),
+    (
+        "openai_key",
+        re.compile(_NOT_ALNUM_BEFORE + r"sk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_\-]{20,}"),
+        0,
+        None,
+    ),
+    (
+        "github_token",
+        re.compile(
+            _NOT_ALNUM_BEFORE + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"
+        ),
+        0,
+        None,
+    ),
+    (
+        "aws_key",
+        re.compile(_NOT_ALNUM_BEFORE + r"(?:AKIA|ASIA)[0-9A-Z]{16}" + _NOT_ALNUM_AFTER),
+        0,
+        None,
+    ),
+    (
+        "slack_token",
+        re.compile(
+            _NOT_ALNUM_BEFORE
+            + r"(?:xox[abposr]-[A-Za-z0-9\-]{10,}"
+            + r"|https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]+)"
+        ),
+        0,
+        None,
+    ),
+    (
+        "jwt",
+        re.compile(
+            _NOT_ALNUM_BEFORE + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"
+        ),
+        0,
+        None,
+    ),
+    # scheme://user:password@host — only the password goes.
+    (
+        "url_password",
+        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{0,30}://[^\s:/@]{1,200}:([^\s@/]{1,500})@"),
+        1,
+        None,
+    ),
+    # An Authorization header (curl -H, HTTP dumps, code): the credential after the scheme.
+    (
+        "authorization_header",
+        re.compile(
+            r"\bAuthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:Bearer|Token|Basic|Bot)[ \t]+"
+            r"([A-Za-z0-9._~+/\-]{8,}=*)",
+            re.IGNORECASE,
+        ),
+        1,
+        None,
+    ),
+    # mysql/mariadb take the password glued to -p: `mysql -uroot -pS3cret db`.
+    (
+        "command_password",
+        re.compile(
+            r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b"
+            r"[^\n]{0,300}?[ \t]-p([^\s\-]\S*)"
+        ),
+        1,
+        None,
+    ),
+    # --password VALUE (with a space: `--password=VALUE` is an assignment below).
+    (
+        "command_password",
+        re.compile(r"(?<![\w-])--(?:password|passwd|pass)[ \t]+(?!-)([^\s\"',;)]+)"),
+        1,
+        lambda m: _looks_secret(m.group(1)),
+    ),
+    # A form or query string, URL-encoded: password%3D…, api_key%3D….
+    (
+        "assignment",
+        re.compile(
+            r"(?:password|passwd|pwd|token|secret|api_?key|apikey|access_?key)%3D"
+            r"([^&\s\"'<>%]{2,}(?:%[0-9A-Fa-f]{2}[^&\s\"'<>%]*)*)",
+            re.IGNORECASE,
+        ),
+        1,
+        lambda m: len(m.group(1)) >= 4,
+    ),
+]
+
+# NAME=value or NAME: value where the name ends in a secret word (HF_TOKEN, db_password,
+# client_secret, api_key...). `==` (pip pins) and names that only start with one
+# (`tokenizers`) do not match. The pattern starts at the secret word itself: a pattern for
+# the whole name would try every position of a long identifier (quadratic time on
+# hostile input), and the rest of the name stays as it was anyway.
+_ASSIGNMENT = re.compile(
+    r"(?:password|passwd|passphrase|contrase(?:ñ|n)a|token|secret|secret_?key|api_?key|access_?key"
+    r"|private_?key)"
+    r"(?P<sep>[\"']?[ \t]*[=:](?!=)[ \t]*)"
+    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;()\[\]{}&]+)",
+    re.IGNORECASE,
+)
+# Values that are code or placeholders, not secrets: None, True, a dotted name, a call.
+_NOT_A_SECRET = re.compile(
+    r"^(?:none|null|true|false|nil|\*+|<[^>]*>|\$\{?\w+\}?|[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)$",
+    re.IGNORECASE,
+)
+
+# A configuration key at the start of its line (YAML, .env, INI): `  db_password: x`.
+_KEY_AT_LINE_START = re.compile(r"""(?:^|\n)[ \t]*(?:-[ \t]+)?["']?[\w.\-]*\Z""")
+
+
+def _assignment(match: re.Match, counter: list[int]) -> str:
+    value = match.group("value")
+    bare = value.strip("\"'")
+    if len(bare) < 4 or bare == REMOVED or _NOT_A_SECRET.match(bare):
+        return match.group(0)
+    text = match.string
+    if match.end() < len(text) and text[match.end()] in "([":
+        return match.group(0)  # a call or an index: code, not a literal secret
+    if match.start() and text[match.start() - 1] in "/\\":
+        return match.group(0)  # part of a path: /home/ana/secret:project/train.py
+    quoted = value[:1] in {'"', "'"}
+    if "=" not in match.group("sep") and not quoted:
+        # `token: expected ')'` in an error message is prose; `password: x` as a
+        # configuration key is not. Mid-line, only a value that is not a word goes.
+        window = max(match.start() - 120, 0)  # a key name is short; look no further back
+        line_start = text.rfind("\n", window, match.start())
+        key = None
+        if line_start != -1 or window == 0:
+            key = _KEY_AT_LINE_START.search(text, max(line_start, 0), match.start())
+        if key is None and not _looks_secret(bare):
+            return match.group(0)
+    counter[0] += 1
+    quote = value[0] if quoted else ""
+    keep = match.group(0)[: match.start("value") - match.start()]
+    return f"{keep}{quote}{REMOVED}{quote}"
+
+
+# Characters that show nothing: zero-width space and joiners, word joiner, soft hyphen,
+# byte-order mark, direction marks and isolates, the Mongolian vowel separator. Pasted
+# inside a token they hide it from every rule, so they go before matching (and from the
+# stored text: they carry nothing a reader sees). A zero-width joiner between two
+# non-ASCII characters stays: it builds emoji and some scripts' letters.
+_INVISIBLE = re.compile(
+    "[\u00ad\u180e\u200b\u200c\u200e\u200f\u202a-\u202e\u2060-\u2064"
+    "\u2066-\u2069\ufeff]|(?<![\x80-\U0010ffff])\u200d|\u200d(?![\x80-\U0010ffff])"
+)
+
+
+def normalise(text: str) -> str:
+    """The text as matched and stored: composed (NFC) and without invisible characters."""
+    return _INVISIBLE.sub("", unicodedata.normalize("NFC", text))
+
+
+def redact(text: str, *, known_secrets: tuple[str, ...] | list[str] = ()) -> Redacted:
+    """Remove secrets from `text`; `known_secrets` are exact values to remove as well
+    (the rental's notebook and inference tokens). The text is normalised first (see
+    `normalise`), so the result may differ from the input by invisible characters."""
+    counts: dict[str, int] = {}
+    text = normalise(text)
+
+    def add(kind, n):
+        if n:
+            counts[kind] = counts.get(kind, 0) + n
+
+    for secret in sorted({s for s in known_secrets if s and len(s) >= 6}, key=len, reverse=True):
+        n = text.count(secret)
+        if n:
+            text = text.replace(secret, REMOVED)
+            add("rental_secret", n)
+
+    for kind, pattern, group, check in _RULES:
+        found = [0]
+
+        def replace(m, group=group, check=check, found=found):
+            if check is not None and not check(m):
+                return m.group(0)
+            found[0] += 1
+            if group == 0:
+                return REMOVED
+            return (
+                m.group(0)[: m.start(group) - m.start()]
+                + REMOVED
+                + m.group(0)[m.end(group) - m.start() :]
+            )
+
+        text = pattern.sub(replace, text)
+        add(kind, found[0])
+
+    counter = [0]
+    text = _ASSIGNMENT.sub(lambda m: _assignment(m, counter), text)
+    add("assignment", counter[0])
+
+    text, valid, unchecked = remove_seed_phrases(text)
+    add("seed_phrase", valid)
+    add("seed_phrase_unchecked", unchecked)
+
+    order = list(KIND_LABELS)
+    findings = tuple(Finding(k, counts[k]) for k in sorted(counts, key=order.index))
+    return Redacted(text=text, findings=findings)
