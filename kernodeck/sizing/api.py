@@ -8,12 +8,11 @@ from ninja import Field, Router, Schema
 
 from kernodeck.sizing import estimator
 from kernodeck.sizing.charts import build_chart
-from kernodeck.sizing.selectors import (
-    architecture_from_input,
+from kernodeck.sizing.selectors import architecture_from_input, sizing_report
+from kernodeck.sizing.wording import (
     assumptions_in_words,
     measure_command,
     recommendation_note,
-    sizing_report,
     suggestion_in_words,
     unstated_in_words,
 )

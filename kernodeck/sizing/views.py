@@ -10,12 +10,11 @@ from kernodeck.core.errors import InvalidInput
 from kernodeck.sizing import estimator, guides
 from kernodeck.sizing.charts import PART_LABELS, build_chart
 from kernodeck.sizing.forms import SizingForm
-from kernodeck.sizing.selectors import (
-    architecture_from_input,
+from kernodeck.sizing.selectors import architecture_from_input, sizing_report
+from kernodeck.sizing.wording import (
     assumptions_in_words,
     measure_command,
     recommendation_note,
-    sizing_report,
     suggestion_in_words,
     unstated_in_words,
 )

@@ -1,0 +1,208 @@
+"""The sizing report in words: one sentence per offer, suggestion, unstated input and
+assumption, in the active language, for the page and the API alike.
+
+Apart from the selectors because it reads nothing: it only puts the report's figures (see
+`selectors.SizingReport`) into gettext's sentences.
+"""
+
+from django.utils.formats import number_format
+from django.utils.translation import gettext as _
+
+from kernodeck.sizing import estimator
+from kernodeck.sizing.selectors import Recommendation, SizingReport, Suggestion
+
+
+def suggestion_in_words(s: Suggestion) -> str:
+    """One sentence per suggestion: the change, its estimate and the cheapest fit."""
+    change = s.change
+    if change.startswith("zero3:"):
+        what = _("Shard with ZeRO-3 or FSDP over %(n)s GPUs") % {"n": s.gpus}
+    else:
+        what = {
+            "gradient_checkpointing": _("Turn on gradient checkpointing"),
+            "lora": _("Train LoRA adapters instead of every weight"),
+            "qlora": _("Use QLoRA (4-bit base weights)"),
+            "int4": _("Serve 4-bit quantized weights"),
+            "shorter_context": _("Halve the sequence length"),
+        }[change]
+    text = _("%(what)s: %(gib)s GiB per GPU.") % {"what": what, "gib": f"{s.per_gpu_gib:.2f}"}
+    if s.offer is None:
+        return text + " " + _("Still nothing in the catalog fits.")
+    values = {"gpu": s.offer.gpu, "units": s.offer.units_to_rent, "days": s.offer.days}
+    if s.offer.total_usd is not None:
+        values["total"] = number_format(s.offer.total_usd, 2, force_grouping=True)
+        return (
+            text
+            + " "
+            + _("Fits %(units)s unit(s) of %(gpu)s: %(total)s USD for %(days)s days.") % values
+        )
+    return text + " " + _("Fits %(units)s unit(s) of %(gpu)s.") % values
+
+
+def unstated_in_words(report: SizingReport) -> list[str]:
+    """For each input that matters and was left at its default: which, and what it changes."""
+    sentences = []
+    for u in report.unstated:
+        values = {
+            "name": u.name,
+            "assumed": u.assumed,
+            "alternative": u.alternative,
+            "gib": f"{u.per_gpu_bytes / estimator.GIB:.2f}",
+        }
+        if u.raises:
+            text = _(
+                "%(name)s was left at its default (%(assumed)s). With %(name)s = "
+                "%(alternative)s the estimate is %(gib)s GiB per GPU; the margin is wider "
+                "because of it. Say which one your program uses."
+            )
+        else:
+            text = _(
+                "%(name)s was left at its default (%(assumed)s). With %(name)s = "
+                "%(alternative)s the estimate is %(gib)s GiB per GPU."
+            )
+        sentences.append(text % values)
+    return sentences
+
+
+def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
+    """The estimator's assumptions as sentences in the active language."""
+    sentences = []
+    for key, values in estimate.assumptions:
+        if key == "weights":
+            text = _("%(parameters)s parameters at %(bytes)s bytes each.") % {
+                "parameters": number_format(values["parameters"], force_grouping=True),
+                "bytes": f"{values['bytes']:g}",
+            }
+            if values["quantized"]:
+                text += " " + _(
+                    "Quantized formats keep the embeddings and the output head in 16 bits."
+                )
+        elif key == "kv_cache":
+            text = (
+                _(
+                    "KV cache for %(batch)s sequence(s) of %(tokens)s tokens (prompt plus "
+                    "generated tokens), %(bits)s-bit values, %(kv_heads)s key/value heads."
+                )
+                % values
+            )
+        elif key == "full":
+            text = _("Full fine-tuning: every weight has a gradient and optimizer state.")
+            if values["mixed"]:
+                text += " " + _("Mixed precision adds an fp32 master copy of the weights.")
+        elif key == "adapters":
+            if values.get("targets", "all_linear") == "all_linear":
+                template = _(
+                    "%(method)s: the base weights are frozen; rank-%(rank)s adapters on every "
+                    "linear layer train %(trainable)s parameters."
+                )
+            else:
+                template = _(
+                    "%(method)s: the base weights are frozen; rank-%(rank)s adapters on "
+                    "%(targets)s train %(trainable)s parameters."
+                )
+            text = template % {
+                "targets": values.get("targets"),
+                "method": values["method"]
+                .upper()
+                .replace("QLORA", "QLoRA")
+                .replace("LORA", "LoRA"),
+                "rank": values["rank"],
+                "trainable": number_format(values["trainable"], force_grouping=True),
+            }
+        elif key == "activations":
+            if values.get("attention") == "eager":
+                text = _(
+                    "Activations kept for the backward pass after Korthikanti et al. (2022), "
+                    "with eager attention: every layer keeps its attention scores and softmax."
+                )
+            else:
+                text = _(
+                    "Activations kept for the backward pass after Korthikanti et al. (2022), "
+                    "with memory-efficient attention."
+                )
+            if values["checkpointing"]:
+                text += " " + _("Gradient checkpointing keeps only each layer's input.")
+        elif key == "sharded":
+            text = (
+                _(
+                    "Sharded over %(gpus)s GPUs: weights, gradients, optimizer states and KV "
+                    "cache are divided between them; each GPU keeps its own activations and "
+                    "context."
+                )
+                % values
+            )
+        else:
+            text = _(
+                "Three figures per GPU: allocated (live tensors, what max_memory_allocated "
+                "reports), reserved (plus 5 percent the caching allocator holds, "
+                "max_memory_reserved) and device (plus the CUDA/ROCm context, what nvidia-smi "
+                "shows: 0.5 GiB unless a card's context was measured, e.g. 1.3 GiB on a V100). "
+                "The verdicts use the device figure."
+            )
+        sentences.append(text)
+    return sentences
+
+
+VERDICT_WORDS = {
+    estimator.FITS: _("fits"),
+    estimator.MEASURE: _("measure it"),
+    estimator.DOES_NOT_FIT: _("does not fit"),
+}
+
+
+def measure_command(estimate_gib: float) -> str:
+    """The envcheck command for a trial, with the figure in the form argparse accepts."""
+    return f"kernodeck-envcheck --measure train.py --estimate-gib {estimate_gib:.2f}"
+
+
+def recommendation_note(r: Recommendation) -> str:
+    """One sentence per offer: fits, measure it, fits only when sharded, or does not fit."""
+    values = {
+        "gpu": r.gpu,
+        "n": r.gpus_needed_if_sharded,
+        "units": r.units_needed_if_sharded,
+        "margin": round(r.margin * 100),
+        "memory": r.memory_gib,
+        "estimate": f"{r.estimate_gib:.2f}",
+        "command": measure_command(r.estimate_gib),
+    }
+    if r.fits_one_gpu and r.verdict == estimator.FITS:
+        text = _("Fits on one %(gpu)s with the %(margin)s%% margin.") % values
+    elif r.verdict == estimator.MEASURE:
+        text = (
+            _(
+                "The estimate (%(estimate)s GiB) fits one %(gpu)s (%(memory)s GiB) but not with "
+                "the %(margin)s%% margin: measure a short trial before you choose it: "
+                "%(command)s"
+            )
+            % values
+        )
+    elif r.gpus_needed_if_sharded is None:
+        text = (
+            _(
+                "Does not fit %(gpu)s even when sharded: the activations and context alone exceed "
+                "one card. Reduce the batch or sequence length, or use gradient checkpointing."
+            )
+            % values
+        )
+    else:
+        text = (
+            _(
+                "Needs %(n)s x %(gpu)s (%(units)s unit(s)) and a program that shards the model "
+                "across them; GPUs do not pool their memory otherwise."
+            )
+            % values
+        )
+        if not r.within_order_limit:
+            text += " " + _("That is more units than one order allows (10).")
+    if r.gpus_per_unit > 1 and r.units_to_rent:
+        text += " " + _("1 unit = %(n)s GPUs.") % {"n": r.gpus_per_unit}
+    if r.units_to_rent and r.units_available < r.units_to_rent:
+        text += " " + _("Only %(free)s unit(s) free right now.") % {"free": r.units_available}
+    for name, alternative, other in r.verdict_if:
+        text += " " + _("With %(name)s = %(alternative)s: %(verdict)s.") % {
+            "name": name,
+            "alternative": alternative,
+            "verdict": VERDICT_WORDS[other],
+        }
+    return text

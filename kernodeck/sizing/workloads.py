@@ -1,0 +1,186 @@
+"""What the estimator sizes: the architecture, the workload, and the values each input takes.
+
+The choices every input may take (precisions, modes, optimizers, LoRA targets), the
+architecture's parameter count (the count the published model cards give), and the
+defaults assumed for the optional inputs with the alternative that would change the picture
+most. Pure like the estimator (no Django, no I/O); kept apart from the formulas so the forms,
+the API and the estimator read one list of choices.
+
+Optional inputs (None keeps the default behaviour; each is named when left unsaid and it
+matters, see `estimator.unstated_inputs`):
+- `attention`: eager attention keeps each layer's attention scores and softmax
+  (Korthikanti et al.'s 5*a*s/h term, without dropout); SDPA and flash do not.
+- `lora_rank` and `lora_targets` (attention: q, k, v, o; all_linear; or module names): the
+  adapters are r x (in + out) per targeted matrix (Hu et al. 2021).
+- `master_weights`: False for stacks that train in pure bf16 without an fp32 master copy
+  (torchtune's default full fine-tune recipes); `optimizer_states` fp32 | bf16 | 8bit: the
+  bytes of each AdamW moment (4, 2 or 1; 8-bit after Dettmers et al. 2021).
+- `head`: classification (with `labels`) replaces the vocabulary head and its logits by a
+  labels-wide head on the last position (sequence classification).
+- `prompt_length` and `new_tokens` (inference): the prefill peak is over the prompt; the KV
+  cache holds prompt plus generated tokens.
+- `quantization`: nf4 (bitsandbytes: one fp32 absmax per 64 weights), nf4_dq (the absmax
+  constants quantized again: 0.127 bits per weight, QLoRA section 3), gptq and awq (4 bits
+  with an fp16 scale and a 4-bit zero point per group of 128 weights, the default group size
+  of Frantar et al. 2022 and Lin et al. 2023), int8 (LLM.int8, one byte per weight).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PRECISION_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+QUANTIZED = {"fp8", "int8", "int4"}
+QUANTIZATIONS = {"nf4": "int4", "nf4_dq": "int4", "gptq": "int4", "awq": "int4", "int8": "int8"}
+OPTIMIZER_STATE_PRECISIONS = {"fp32": 4.0, "bf16": 2.0, "8bit": 1.0}
+LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+LORA_TARGETS = {
+    "attention": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    "all_linear": LORA_MODULES,
+}
+HEADS = ("lm", "classification")
+MODES = ("inference", "training")
+OPTIMIZERS = ("adamw", "adamw8bit", "sgd")
+FINETUNES = ("full", "lora", "qlora")
+FULL_TRAINING_PRECISIONS = ("fp32", "bf16", "fp16")
+LORA_RANK = 16
+MAX_GPUS = 64
+ATTENTIONS = ("eager", "sdpa", "flash")
+
+
+class EstimateError(ValueError):
+    """An input the estimator cannot size; `field` names it, the message says why."""
+
+    def __init__(self, message: str, *, field: str):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A decoder or encoder transformer as its config file describes it."""
+
+    layers: int
+    hidden_size: int
+    intermediate_size: int
+    attention_heads: int
+    kv_heads: int
+    head_dim: int
+    vocab_size: int
+    parameters: int | None = None
+    experts: int = 1
+    experts_per_token: int = 1
+    gated_mlp: bool = True
+    tied_embeddings: bool = False
+    # Learned absolute positions (GPT-2, BERT, StarCoder): a table of this many rows; 0 for
+    # rotary or ALiBi models, which have none.
+    position_embeddings: int = 0
+
+    def embedding_parameters(self) -> int:
+        """Token embeddings, the output head when untied, and learned position tables."""
+        tokens = self.vocab_size * self.hidden_size * (1 if self.tied_embeddings else 2)
+        return tokens + self.position_embeddings * self.hidden_size
+
+    def layer_linear_parameters(self) -> int:
+        """Weights of one block's linear layers (attention and every expert's MLP)."""
+        h, d = self.hidden_size, self.head_dim
+        attention = 2 * h * self.attention_heads * d + 2 * h * self.kv_heads * d
+        mlp = (3 if self.gated_mlp else 2) * h * self.intermediate_size
+        router = h * self.experts if self.experts > 1 else 0
+        return attention + mlp * self.experts + router
+
+    def counted_parameters(self) -> int:
+        norms = 2 * self.hidden_size * self.layers + self.hidden_size
+        return self.embedding_parameters() + self.layers * self.layer_linear_parameters() + norms
+
+    def total_parameters(self) -> int:
+        return self.parameters or self.counted_parameters()
+
+    def lora_parameters(self, rank: int = LORA_RANK, targets=LORA_MODULES) -> int:
+        """Rank-r adapters (A: in x r, B: r x out) on the targeted linear layers of every
+        block (all of them by default)."""
+        h, d, i = self.hidden_size, self.head_dim, self.intermediate_size
+        sizes = {
+            "q_proj": h + self.attention_heads * d,
+            "o_proj": h + self.attention_heads * d,
+            "k_proj": h + self.kv_heads * d,
+            "v_proj": h + self.kv_heads * d,
+            "gate_proj": (h + i) * self.experts if self.gated_mlp else 0,
+            "up_proj": (h + i) * self.experts,
+            "down_proj": (h + i) * self.experts,
+        }
+        return self.layers * rank * sum(sizes[name] for name in set(targets))
+
+
+@dataclass(frozen=True)
+class Workload:
+    architecture: Architecture
+    mode: str = "inference"
+    precision: str = "bf16"
+    batch_size: int = 1
+    sequence_length: int = 2048
+    optimizer: str = "adamw"
+    finetune: str = "full"
+    gradient_checkpointing: bool = False
+    gpus: int = 1
+    # Optional inputs: None means "not said", and the estimate assumes the value in
+    # `ASSUMED`; `unstated_inputs` tells whether the other value would change the picture.
+    attention: str | None = None
+    lora_rank: int | None = None
+    lora_targets: str | None = None  # attention | all_linear | comma-separated module names
+    master_weights: bool | None = None
+    optimizer_states: str | None = None
+    head: str | None = None
+    labels: int | None = None
+    prompt_length: int | None = None
+    new_tokens: int | None = None
+    quantization: str | None = None
+
+    def resolved(self, name: str):
+        value = getattr(self, name)
+        return ASSUMED[name] if value is None else value
+
+    def lora_modules(self) -> tuple[str, ...]:
+        targets = self.resolved("lora_targets")
+        if targets in LORA_TARGETS:
+            return LORA_TARGETS[targets]
+        return tuple(name.strip() for name in targets.split(",") if name.strip())
+
+    def prefill_tokens(self) -> int:
+        """Tokens processed at once: the prompt when given, else the whole sequence."""
+        if self.mode == "inference" and self.prompt_length is not None:
+            return self.prompt_length
+        return self.sequence_length
+
+    def cached_tokens(self) -> int:
+        """Tokens the KV cache holds at the end: prompt plus generated, when given."""
+        if self.mode == "inference" and self.prompt_length is not None:
+            return self.prompt_length + (self.new_tokens or 0)
+        return self.sequence_length
+
+
+# What the estimate assumes for an optional input left unsaid, and the value that would
+# change the picture most (checked by `unstated_inputs`, for the modes where it applies).
+ASSUMED = {
+    "attention": "sdpa",
+    "lora_rank": LORA_RANK,
+    "lora_targets": "all_linear",
+    "master_weights": True,
+    "optimizer_states": "fp32",
+    "head": "lm",
+    "quantization": None,
+}
+ALTERNATIVES = {
+    "attention": "eager",
+    "lora_rank": 64,
+    "master_weights": False,
+    "optimizer_states": "bf16",
+}
+APPLIES = {
+    "lora_rank": lambda w: w.mode == "training" and w.finetune != "full",
+    "master_weights": lambda w: (
+        w.mode == "training" and w.finetune == "full" and w.precision != "fp32"
+    ),
+    "optimizer_states": lambda w: w.mode == "training" and w.optimizer != "adamw8bit",
+}
