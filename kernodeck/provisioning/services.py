@@ -19,8 +19,7 @@ from kernodeck.core.models import AuditEvent
 from kernodeck.core.services import audit_record
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders.models import RENTAL_TRANSITIONS, Order, RentalState
-from kernodeck.provisioning import alerts, locks, notices, secrets, selectors
-from kernodeck.provisioning.drivers.base import NodeHealth
+from kernodeck.provisioning import alerts, locks, node_health, notices, secrets, selectors
 from kernodeck.provisioning.models import (
     MAX_NODE_GPUS,
     Alert,
@@ -33,6 +32,7 @@ from kernodeck.provisioning.models import (
     NodeState,
     StepLease,
 )
+from kernodeck.provisioning.node_health import node_health_record  # noqa: F401 (callers)
 
 HOST_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.\-:]{0,251}[A-Za-z0-9])?")
 USER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9._\-]{0,31}")
@@ -141,25 +141,6 @@ def node_state_set(*, node: Node, state: str, reason: str, actor) -> Node:
     if state == NodeState.AVAILABLE:
         transaction.on_commit(_enqueue_allocate_waiting)
     return node
-
-
-def node_health_record(*, node: Node, health: NodeHealth) -> Node:
-    """Store a driver's inspect() report on the node (no audit: it is a measurement), then
-    apply what it means for an automated node (`node_health.node_health_consequences`)."""
-    from kernodeck.provisioning import node_health
-
-    data = health.data or {}
-    Node.objects.filter(pk=node.pk).update(
-        health={
-            "ok": health.ok,
-            "detail": health.detail[:300],
-            "gpus_seen": health.gpus_seen,
-            **{k: data[k] for k in node_health.HEALTH_FACTS if data.get(k) is not None},
-        },
-        health_checked_at=clock.now(),
-    )
-    node.refresh_from_db()
-    return node_health.node_health_consequences(node=node, health=health)
 
 
 # -- rental state moves -------------------------------------------------------------------
@@ -515,8 +496,6 @@ def rental_fail(*, order, reason: str, actor, detail: str = "") -> Order:
     for the desk and never shown to the customer.
     """
     from django.conf import settings
-
-    from kernodeck.provisioning import node_health
 
     reason = _reason_required(reason)
     with transaction.atomic():
