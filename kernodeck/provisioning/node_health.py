@@ -1,12 +1,13 @@
 """Automated (ssh) nodes: what health means for the fleet, host keys, settings, step logs.
 
-Writers for automated (ssh) nodes, on top of `services.node_health_record`, which stores the
-report. An unhealthy report (unreachable, a changed or not yet accepted host key, a GPU count
-that no longer matches the slots) takes an available node out of allocation (`maintenance`,
-with the reason); rentals running there are flagged in their `rental_reason`, never ended.
-A changed host key, and maintenance with live rentals, are alerts (`provisioning.alerts`:
-e-mailed to ADMINS, on top of the desk until acknowledged). Nothing here talks to a node:
-drivers run before, outside any transaction.
+Writers for automated (ssh) nodes, starting with `node_health_record`, which stores a
+driver's report (also reached as `services.node_health_record`). An unhealthy report
+(unreachable, a changed or not yet accepted host key, a GPU count that no longer matches the
+slots) takes an available node out of allocation (`maintenance`, with the reason); rentals
+running there are flagged in their `rental_reason`, never ended. A changed host key, and
+maintenance with live rentals, are alerts (`provisioning.alerts`: e-mailed to ADMINS, on top
+of the desk until acknowledged). Nothing here talks to a node: drivers run before, outside
+any transaction.
 """
 
 import logging
@@ -17,12 +18,15 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from kernodeck.catalog import services as catalog_services
+from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.models import AuditEvent
 from kernodeck.core.services import audit_record
 from kernodeck.orders.models import Order, RentalState
-from kernodeck.provisioning import alerts, locks
+from kernodeck.provisioning import alerts, locks, selectors
+from kernodeck.provisioning.drivers import driver_for
 from kernodeck.provisioning.drivers.base import DriverError, NodeHealth
+from kernodeck.provisioning.drivers.ssh import HostKeyChanged, HostKeyNotAccepted
 from kernodeck.provisioning.models import AlertKind, DriverCode, Node, NodeState
 
 logger = logging.getLogger(__name__)
@@ -75,6 +79,23 @@ def _flag_running_rentals(node: Node, reason: str) -> int:
             )
             flagged += 1
     return flagged
+
+
+def node_health_record(*, node: Node, health: NodeHealth) -> Node:
+    """Store a driver's inspect() report on the node (no audit: it is a measurement), then
+    apply what it means for an automated node (`node_health_consequences`)."""
+    data = health.data or {}
+    Node.objects.filter(pk=node.pk).update(
+        health={
+            "ok": health.ok,
+            "detail": health.detail[:300],
+            "gpus_seen": health.gpus_seen,
+            **{k: data[k] for k in HEALTH_FACTS if data.get(k) is not None},
+        },
+        health_checked_at=clock.now(),
+    )
+    node.refresh_from_db()
+    return node_health_consequences(node=node, health=health)
 
 
 def node_health_consequences(*, node: Node, health: NodeHealth) -> Node:
@@ -166,10 +187,6 @@ def driver_error_record(*, error: DriverError, final: bool) -> None:
     periodic pass, so that a retry on new slots already avoids a node that is down. Any
     other refusal belongs to the rental: the node is left alone.
     """
-    from kernodeck.provisioning import selectors, services
-    from kernodeck.provisioning.drivers import driver_for
-    from kernodeck.provisioning.drivers.ssh import HostKeyChanged, HostKeyNotAccepted
-
     name = getattr(error, "node", "")
     node = Node.objects.filter(name=name).exclude(driver=DriverCode.MANUAL).first()
     if node is None:
@@ -189,7 +206,7 @@ def driver_error_record(*, error: DriverError, final: bool) -> None:
         health = driver_for(node.driver).inspect(selectors.node_ref(node))
     else:
         return
-    services.node_health_record(node=node, health=health)
+    node_health_record(node=node, health=health)
 
 
 def node_host_key_accept(*, node: Node, offered: str, actor) -> Node:
@@ -341,12 +358,9 @@ def node_ssh_settings_update(
 
 def node_inspect(*, node_id: int) -> Node:
     """Inspect one node now (outside any transaction) and record what it means."""
-    from kernodeck.provisioning import selectors, services
-    from kernodeck.provisioning.drivers import driver_for
-
     node = Node.objects.get(pk=node_id)
     health = driver_for(node.driver).inspect(selectors.node_ref(node))
-    return services.node_health_record(node=node, health=health)
+    return node_health_record(node=node, health=health)
 
 
 def node_step_log(node: Node, *, limit: int = 40) -> list[dict]:

@@ -1,0 +1,145 @@
+"""The operators' desk: its rental queues, the fleet with its slots, pending releases.
+
+Reads for staff pages and the staff API only; nothing here is shown to a customer.
+"""
+
+from django.db.models import Count, Prefetch, Q
+from django.utils.translation import gettext as _
+
+from kernodeck.accounts.models import SshKey
+from kernodeck.core import clock
+from kernodeck.core.errors import NotFound
+from kernodeck.orders.models import Order, RentalState
+from kernodeck.provisioning.models import Allocation, GpuSlot, Node, StepLease
+
+DESK_STATES = (
+    RentalState.QUEUED,
+    RentalState.PREPARING,
+    RentalState.PROVISIONING_FAILED,
+    RentalState.ACTIVE,
+    RentalState.SUSPENDED,
+    RentalState.ENDED,
+)
+
+
+def step_in_flight(order: Order):
+    """The lease of the rental's step in flight (holder, since, until), or None."""
+    return StepLease.objects.filter(order=order, until__gt=clock.now()).first()
+
+
+def releases_pending_for_desk():
+    """[{order, node, requested_at, attempts, error}] of every unconfirmed release."""
+    rows = (
+        Allocation.objects.filter(released_at__isnull=True, release_requested_at__isnull=False)
+        .select_related("order", "slot__node")
+        .order_by("release_requested_at", "order_id", "slot__node__name")
+    )
+    seen, out = set(), []
+    for row in rows:
+        key = (row.order_id, row.slot.node_id)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(
+            {
+                "order": row.order,
+                "node": row.slot.node,
+                "requested_at": row.release_requested_at,
+                "attempts": row.release_attempts,
+                "error": row.release_error,
+            }
+        )
+    return out
+
+
+def rentals_for_desk(*, state: str = ""):
+    """Rentals the desk works on, oldest waiting first; `state` narrows to one state."""
+    rentals = Order.objects.filter(rental_state__in=DESK_STATES).select_related("owner")
+    if state:
+        rentals = rentals.filter(rental_state=state)
+    else:
+        rentals = rentals.filter(
+            rental_state__in=[
+                RentalState.QUEUED,
+                RentalState.PREPARING,
+                RentalState.PROVISIONING_FAILED,
+            ]
+        )
+    return rentals.order_by("rental_state_changed_at", "settled_at", "pk")
+
+
+def waiting_seconds(order: Order) -> int:
+    since = order.rental_state_changed_at or order.settled_at or order.created_at
+    return max(0, int((clock.now() - since).total_seconds()))
+
+
+def rental_get(*, reference: str) -> Order:
+    """A settled order by reference, for operators (NotFound otherwise)."""
+    order = (
+        Order.objects.filter(reference=str(reference or "").replace("\x00", "").upper()[:16])
+        .exclude(rental_state=RentalState.NOT_STARTED)
+        .select_related("owner", "offer")
+        .first()
+    )
+    if order is None:
+        raise NotFound(_("No rental with this reference."))
+    return order
+
+
+def ssh_key_fingerprints(order: Order) -> list[str]:
+    return list(
+        SshKey.objects.filter(user_id=order.owner_id)
+        .order_by("created_at", "pk")
+        .values_list("fingerprint", flat=True)
+    )
+
+
+def nodes_with_slots():
+    """Every node, with its slots and each slot's live allocation (and that order)."""
+    live = Allocation.objects.filter(released_at__isnull=True).select_related("order")
+    return (
+        Node.objects.select_related("offer")
+        .order_by("offer__sort_order", "offer__slug", "name")
+        .annotate(
+            # A slot with no allocation at all joins as NULLs: it is free, not busy.
+            slots_busy=Count(
+                "slots",
+                filter=Q(
+                    slots__allocations__isnull=False,
+                    slots__allocations__released_at__isnull=True,
+                ),
+                distinct=True,
+            )
+        )
+        .prefetch_related(
+            Prefetch(
+                "slots",
+                queryset=GpuSlot.objects.order_by("index").prefetch_related(
+                    Prefetch("allocations", queryset=live, to_attr="live")
+                ),
+            )
+        )
+    )
+
+
+def node_get(*, name: str) -> Node:
+    node = Node.objects.filter(name=str(name or "").replace("\x00", "")[:64]).first()
+    if node is None:
+        raise NotFound(_("No node with this name."))
+    return node
+
+
+def delivery_defaults(order: Order) -> dict:
+    """The deliver form's starting values: the first allocated node's SSH endpoint and the
+    per-order login a driver would create."""
+    first = (
+        Allocation.objects.filter(order=order, released_at__isnull=True)
+        .select_related("slot__node")
+        .order_by("slot__node__name")
+        .first()
+    )
+    spec_user = "kd-" + order.reference.lower().replace("kd-", "").replace("-", "")
+    if first is None:
+        return {"user": spec_user}
+    node = first.slot.node
+    return {"host": node.host, "port": str(node.port), "user": spec_user}

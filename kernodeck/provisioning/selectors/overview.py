@@ -1,0 +1,173 @@
+"""The rental as its customer reads it: stages, the reason shown, the calendar file.
+
+The customer's words live here: which reasons a customer sees (`CUSTOMER_REASON_STATES`),
+what an end not yet confirmed by its machine says (`END_BEING_APPLIED`).
+"""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from kernodeck.accounts.models import SshKey
+from kernodeck.core import clock
+from kernodeck.core.errors import Conflict
+from kernodeck.orders.models import Order, RentalState
+from kernodeck.provisioning.models import Allocation
+from kernodeck.provisioning.selectors.access import AccessView, access_for_owner
+
+END_BEING_APPLIED = gettext_lazy(
+    "The rental is over and your access has been withdrawn; the end is being applied on "
+    "the machine."
+)
+
+
+# States whose reason the customer sees (a failure or a suspension says why).
+CUSTOMER_REASON_STATES = {RentalState.PROVISIONING_FAILED, RentalState.SUSPENDED}
+
+
+def release_pending(order: Order) -> bool:
+    """The rental ended, and a node has not confirmed its release yet."""
+    return (
+        order.rental_state == RentalState.ENDED
+        and Allocation.objects.filter(order=order, released_at__isnull=True).exists()
+    )
+
+
+def _ics_time(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def rental_calendar(*, order: Order) -> str:
+    """An iCalendar file with the rental period and a reminder a day before the end.
+
+    Conflict when the dates are not known yet (before access is delivered).
+    """
+    if not (order.starts_at and order.ends_at):
+        raise Conflict(
+            _(
+                "The rental of %(reference)s has no dates yet: they are set when access is "
+                "delivered. If access was delivered, ask support with the reference."
+            )
+            % {"reference": order.reference}
+        )
+    summary = _("GPU rental %(reference)s (%(gpus)d GPU, %(gpu)s)") % {
+        "reference": order.reference,
+        "gpus": order.gpus,
+        "gpu": order.gpu_model,
+    }
+    reminder = _("Export your results, checkpoints and environment before the end.")
+    lines = [
+        "BEGIN:VCALENDAR",
+        "VERSION:2.0",
+        "PRODID:-//Kernodeck//Rental clock//EN",
+        "CALSCALE:GREGORIAN",
+        "BEGIN:VEVENT",
+        f"UID:{order.reference.lower()}@kernodeck",
+        f"DTSTAMP:{_ics_time(clock.now())}",
+        f"DTSTART:{_ics_time(order.starts_at)}",
+        f"DTEND:{_ics_time(order.ends_at)}",
+        f"SUMMARY:{_ics_escape(summary)}",
+        f"DESCRIPTION:{_ics_escape(reminder)}",
+        "BEGIN:VALARM",
+        "ACTION:DISPLAY",
+        f"DESCRIPTION:{_ics_escape(reminder)}",
+        "TRIGGER;RELATED=END:-PT24H",
+        "END:VALARM",
+        "END:VEVENT",
+        "END:VCALENDAR",
+    ]
+    return "\r\n".join(lines) + "\r\n"
+
+
+def _ics_escape(text: str) -> str:
+    return (
+        str(text)
+        .replace("\\", "\\\\")
+        .replace(";", "\\;")
+        .replace(",", "\\,")
+        .replace("\n", "\\n")
+    )
+
+
+@dataclass(frozen=True)
+class Stage:
+    key: str
+    label: str
+    status: str  # done | current | todo | problem
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RentalOverview:
+    """What the order file shows about the rental: stages, dates, access, what is missing."""
+
+    stages: list[Stage]
+    access: AccessView | None
+    needs_ssh_key: bool
+    seconds_left: int | None
+    reason: str
+
+
+def _stages(order: Order) -> list[Stage]:
+    state = order.rental_state
+    settled = order.payment_state == "settled"
+    delivered = order.starts_at is not None
+    preparing_status = "todo"
+    if state in {RentalState.QUEUED, RentalState.PREPARING}:
+        preparing_status = "current"
+    elif state == RentalState.PROVISIONING_FAILED:
+        preparing_status = "problem"
+    elif delivered:
+        preparing_status = "done"
+    access_status = "todo"
+    if state == RentalState.ACTIVE:
+        access_status = "current"
+    elif state == RentalState.SUSPENDED:
+        access_status = "problem"
+    elif delivered:
+        access_status = "done"
+    return [
+        Stage(
+            "payment",
+            _("Payment"),
+            "done" if settled else ("todo" if order.payment_state == "cancelled" else "current"),
+            order.settled_at,
+        ),
+        Stage("preparation", _("Preparation"), preparing_status),
+        Stage("access", _("Access"), access_status, order.starts_at),
+        Stage(
+            "end",
+            _("End"),
+            ("current" if release_pending(order) else "done")
+            if state == RentalState.ENDED
+            else "todo",
+            order.ends_at,
+        ),
+    ]
+
+
+def rental_overview(*, order: Order) -> RentalOverview:
+    """The rental block of the owner's order file."""
+    seconds_left = None
+    if order.ends_at and order.rental_state in {RentalState.ACTIVE, RentalState.SUSPENDED}:
+        seconds_left = max(0, int((order.ends_at - clock.now()).total_seconds()))
+    settled = order.payment_state == "settled"
+    return RentalOverview(
+        stages=_stages(order),
+        access=access_for_owner(order=order),
+        needs_ssh_key=settled
+        and order.rental_state != RentalState.ENDED
+        and not SshKey.objects.filter(user_id=order.owner_id).exists(),
+        seconds_left=seconds_left,
+        reason=rental_overview_reason(order=order),
+    )
+
+
+def rental_overview_reason(*, order: Order) -> str:
+    """The reason a customer sees: only for a failure, a suspension, or an end that its
+    machine has not confirmed yet."""
+    if order.rental_state == RentalState.ENDED and release_pending(order):
+        return str(END_BEING_APPLIED)
+    return order.rental_reason if order.rental_state in CUSTOMER_REASON_STATES else ""

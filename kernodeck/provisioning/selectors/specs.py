@@ -1,0 +1,130 @@
+"""What drivers work from: the frozen `RentalSpec` and `NodeRef`, never a model instance.
+
+Also what the driver steps and the reconciler read about the fleet: the rentals a node
+must host, the nodes to reconcile, the nodes still to confirm a release, and a rental's
+allocation summary (node names and slot indexes).
+"""
+
+from django.db.models import Max
+
+from kernodeck.accounts.models import SshKey
+from kernodeck.orders.models import Order
+from kernodeck.provisioning.drivers.base import NodeAllocation, NodeRef, RentalSpec
+from kernodeck.provisioning.models import Allocation, DriverCode, Node
+
+
+def node_ref(node: Node) -> NodeRef:
+    return NodeRef(
+        name=node.name,
+        host=node.host,
+        port=node.port,
+        admin_user=node.admin_user,
+        driver=node.driver,
+        gpu_count=node.gpu_count,
+        host_key=node.host_key,
+        options={
+            "agent_dir": node.agent_dir,
+            "retention_hours": node.retention_hours,
+            "recipes": dict(node.recipes or {}),
+            "torch_index_url": node.torch_index_url,
+            "inference_model": node.inference_model,
+        },
+    )
+
+
+def _allocations(order: Order, *, include_released: bool):
+    rows = Allocation.objects.filter(order=order).select_related("slot__node")
+    live = rows.filter(released_at__isnull=True)
+    if live.exists() or not include_released:
+        return live
+    # After the end: the slots it held last (released together at the end).
+    last = rows.aggregate(last=Max("released_at"))["last"]
+    return rows.filter(released_at=last)
+
+
+def rental_spec(*, order: Order, include_released: bool = False, node_ids=None) -> RentalSpec:
+    """The frozen view of a rental a driver works from (no model instance leaves here).
+
+    `node_ids` narrows the allocation to those nodes (a release confirmed node by node).
+    """
+    by_node: dict[int, tuple[Node, list[int]]] = {}
+    rows = _allocations(order, include_released=include_released)
+    if node_ids is not None:
+        rows = rows.filter(slot__node_id__in=list(node_ids))
+    for row in rows.order_by("slot__node__name", "slot__index"):
+        node = row.slot.node
+        by_node.setdefault(node.pk, (node, []))[1].append(row.slot.index)
+    keys = tuple(
+        SshKey.objects.filter(user_id=order.owner_id)
+        .order_by("created_at", "pk")
+        .values_list("public_key", flat=True)
+    )
+    return RentalSpec(
+        reference=order.reference,
+        offer=order.offer_slug,
+        gpu_model=order.gpu_model,
+        backend=order.backend,
+        units=order.units,
+        gpus=order.gpus,
+        gpus_per_unit=order.gpus_per_unit,
+        preparation=order.preparation,
+        days=order.days,
+        ssh_public_keys=keys,
+        allocation=tuple(
+            NodeAllocation(node=node_ref(node), slots=tuple(slots))
+            for node, slots in by_node.values()
+        ),
+        starts_at=order.starts_at,
+        ends_at=order.ends_at,
+    )
+
+
+def node_live_orders(node: Node) -> list[Order]:
+    """The rentals holding live slots on the node (what must exist there), oldest first."""
+    ids = (
+        Allocation.objects.filter(slot__node=node, released_at__isnull=True)
+        .values_list("order_id", flat=True)
+        .distinct()
+    )
+    return list(Order.objects.filter(pk__in=list(ids)).order_by("pk"))
+
+
+def nodes_to_reconcile() -> list[int]:
+    """Automated nodes with an accepted host key, not retired."""
+    return list(
+        Node.objects.exclude(driver=DriverCode.MANUAL)
+        .exclude(state="retired")
+        .exclude(host_key="")
+        .order_by("name")
+        .values_list("pk", flat=True)
+    )
+
+
+def release_pending_nodes(order) -> list[int]:
+    """The nodes that still have to confirm this rental's release, by name."""
+    rows = (
+        Allocation.objects.filter(
+            order=order, released_at__isnull=True, release_requested_at__isnull=False
+        )
+        .order_by("slot__node__name")
+        .values_list("slot__node_id", flat=True)
+    )
+    return list(dict.fromkeys(rows))
+
+
+def rental_driver_code(spec: RentalSpec) -> str:
+    """The driver of a rental's nodes; a manual node anywhere means a person does it."""
+    codes = {allocation.node.driver for allocation in spec.allocation}
+    if not codes or DriverCode.MANUAL in codes:
+        return DriverCode.MANUAL
+    return sorted(codes)[0]
+
+
+def allocation_of(order: Order) -> list[dict]:
+    """[{node, slots}] of the order's live allocation."""
+    summary: dict[str, list[int]] = {}
+    for row in _allocations(order, include_released=False).order_by(
+        "slot__node__name", "slot__index"
+    ):
+        summary.setdefault(row.slot.node.name, []).append(row.slot.index)
+    return [{"node": node, "slots": slots} for node, slots in summary.items()]
