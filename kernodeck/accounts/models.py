@@ -116,6 +116,7 @@ class Session(AbstractBaseSession):
 
     @classmethod
     def get_session_store_class(cls):
+        # Imported here, as Django's own db session backend does: the store imports this model.
         from kernodeck.accounts.sessions import SessionStore
 
         return SessionStore

@@ -17,6 +17,7 @@ IP_KEY = "_kd_ip"
 class SessionStore(DBStore):
     @classmethod
     def get_model_class(cls):
+        # Imported here, as Django's own db session backend does: the model names this store.
         from kernodeck.accounts.models import Session
 
         return Session

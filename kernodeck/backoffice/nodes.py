@@ -13,7 +13,7 @@ from kernodeck.accounts.permissions import permission_required
 from kernodeck.backoffice.node_forms import HostKeyAcceptForm, NodeSshForm
 from kernodeck.core.errors import ServiceError
 from kernodeck.core.forms import add_service_error
-from kernodeck.provisioning import node_health
+from kernodeck.provisioning import node_health, tasks
 from kernodeck.provisioning.drivers.ssh import fingerprint
 from kernodeck.provisioning.models import DriverCode, Node
 
@@ -71,8 +71,6 @@ def node_detail(request, name):
                 )
                 return redirect("backoffice_nodes:detail", name=node.name)
             if action == "inspect":
-                from kernodeck.provisioning import tasks
-
                 transaction.on_commit(lambda: tasks.node_inspect_task(node.pk))
                 messages.success(request, _("Inspection queued."))
                 return redirect("backoffice_nodes:detail", name=node.name)

@@ -25,6 +25,8 @@ class BackofficeSite(admin.AdminSite):
     def index(self, request, extra_context=None):
         """The landing page is the operators' dashboard (dashboard.py), which also lists
         the model pages this account may open."""
+        # Imported here: this site is built while Django loads the apps (admin's default
+        # site), before the models the dashboard reads exist.
         from kernodeck.backoffice.dashboard import dashboard_page
 
         return dashboard_page(

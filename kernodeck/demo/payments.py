@@ -17,6 +17,7 @@ from kernodeck.core.services import audit_record
 from kernodeck.demo.simulator import MAX_MINE
 from kernodeck.payments import locks, reconciliation
 from kernodeck.payments.models import PaymentIntent
+from kernodeck.payments.tasks import watch_network
 
 CONTROL_TIMEOUT = 5.0  # seconds; the simulator is on loopback
 # What each "send" action pays, as a share of the amount asked (numerator, denominator).
@@ -129,6 +130,4 @@ def _control(verb: str, payload: dict) -> dict:
 
 
 def _watch_soon(network: str) -> None:
-    from kernodeck.payments.tasks import watch_network
-
     watch_network(network)

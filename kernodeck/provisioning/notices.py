@@ -9,6 +9,8 @@ do nothing.
 from django.apps import apps
 from django.urls import reverse
 
+from kernodeck.notifications import services as notification_services
+
 EVENTS = {
     "rental_preparing",
     "rental_access_ready",
@@ -29,7 +31,6 @@ def rental_notice(*, order, event: str) -> None:
         raise ValueError(f"unknown rental notice {event!r}")
     if not apps.is_installed("kernodeck.notifications"):
         return
-    from kernodeck.notifications import services as notification_services
 
     notification_services.email_enqueue(
         account=order.owner,

@@ -5,6 +5,10 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from kernodeck.payments import methods, registry
+from kernodeck.payments.chains.esplora import EsploraAdapter
+from kernodeck.payments.chains.ethereum import EthereumAdapter
+from kernodeck.payments.chains.solana import SolanaAdapter
+from kernodeck.payments.chains.tron import TronAdapter
 from kernodeck.payments.models import PaymentMethod
 
 NETWORKS = ("bitcoin", "litecoin", "ethereum", "tron", "solana")
@@ -44,14 +48,10 @@ def adapter_for(network: str):
     timeout = settings.KERNODECK_HTTP_TIMEOUT
     testnet = registry.testnet()
     if network in {"bitcoin", "litecoin"}:
-        from kernodeck.payments.chains.esplora import EsploraAdapter
-
         return EsploraAdapter(
             network, url, timeout=timeout, concurrency=settings.KERNODECK_WATCH_CONCURRENCY
         )
     if network == "ethereum":
-        from kernodeck.payments.chains.ethereum import EthereumAdapter
-
         contracts = {
             spec.asset: methods.token_contract(spec.code, testnet=testnet)
             for spec in methods.METHODS
@@ -69,13 +69,10 @@ def adapter_for(network: str):
             rescan_depth=depth + 2,
         )
     if network == "tron":
-        from kernodeck.payments.chains.tron import TronAdapter
-
         contract = methods.token_contract("usdt-tron", testnet=testnet)
         options = {"usdt_contract": contract} if contract else {}
         return TronAdapter(
             url, api_key=settings.KERNODECK_TRON_API_KEY, timeout=timeout, **options
         )
-    from kernodeck.payments.chains.solana import SolanaAdapter
 
     return SolanaAdapter(url, timeout=timeout)

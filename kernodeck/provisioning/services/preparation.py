@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy
 from kernodeck.accounts.models import SshKey
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput
+from kernodeck.ledger import services as ledger_services
 from kernodeck.orders.models import RENTAL_TRANSITIONS, Order, RentalState
 from kernodeck.provisioning import alerts, node_health, secrets
 from kernodeck.provisioning.models import AlertKind, Delivery
@@ -216,7 +217,6 @@ def rental_retry(*, order, actor, new_slots: bool = False) -> Order:
 def rental_refund(*, order, reason: str, actor) -> Order:
     """Refund a rental that could not be served (queued or failed) to the customer's
     balance, once, and end it: its slots are freed."""
-    from kernodeck.ledger import services as ledger_services
 
     reason = _reason_required(reason)
     order_row = Order.objects.get(pk=getattr(order, "pk", order))
