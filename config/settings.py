@@ -332,7 +332,7 @@ KERNODECK_ETHEREUM_RPC_URL = _chain_url("KERNODECK_ETHEREUM_RPC_URL")
 KERNODECK_TRON_API_URL = _chain_url("KERNODECK_TRON_API_URL")
 KERNODECK_SOLANA_RPC_URL = _chain_url("KERNODECK_SOLANA_RPC_URL")
 KERNODECK_TRON_API_KEY = os.environ.get("KERNODECK_TRON_API_KEY", "")
-# The demo's chain simulator (kernodeck/demo/simulator.py): its control API, used by the
+# The demo's chain simulator (kernodeck/demo/simulator/): its control API, used by the
 # demo-only payment panel. Read in demo mode only; `kernodeck demo` sets it.
 KERNODECK_DEMO_SIMULATOR_URL = (
     os.environ.get("KERNODECK_DEMO_SIMULATOR_URL", "").strip().rstrip("/")
