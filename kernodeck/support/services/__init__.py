@@ -1,0 +1,74 @@
+"""Support actions: the only code that writes tickets, messages, attachments and extensions.
+
+One module per seam, every public name re-exported here so callers keep writing
+`services.ticket_create(...)`:
+
+- `intake`: what a customer sends, validated and cleaned of secrets (texts, the guided
+  form's fields, attachments), and the redaction preview; writes nothing;
+- `tickets`: open a ticket, add a message, move its status (staff replies e-mail after commit);
+- `extensions`: offer, decline, pay from the balance or in crypto, settle and apply.
+"""
+
+from kernodeck.support.services.extensions import (
+    EXTENDABLE_STATES,
+    OFFER_MAX_VALID_DAYS,
+    extension_decline,
+    extension_default_price,
+    extension_offer,
+    extension_pay_with_balance,
+    extension_payment_create,
+    extension_settle,
+)
+from kernodeck.support.services.intake import (
+    ATTACHMENT_MAX_BYTES,
+    ATTACHMENTS_PER_MESSAGE,
+    BODY_MAX,
+    EXTENSION_FIELDS,
+    EXTENSION_MAX_DAYS,
+    FIELD_MAX,
+    IMAGE_SIGNATURES,
+    KIND_FIELDS,
+    PAYMENT_FIELDS,
+    PROBLEM_FIELDS,
+    PROBLEM_WHEN,
+    SUBJECT_MAX,
+    TEXT_EXTENSIONS,
+    Upload,
+    attachment_check,
+    redaction_preview,
+)
+from kernodeck.support.services.tickets import (
+    ticket_create,
+    ticket_message_add,
+    ticket_status_set,
+)
+
+__all__ = [
+    "ATTACHMENTS_PER_MESSAGE",
+    "ATTACHMENT_MAX_BYTES",
+    "BODY_MAX",
+    "EXTENDABLE_STATES",
+    "EXTENSION_FIELDS",
+    "EXTENSION_MAX_DAYS",
+    "FIELD_MAX",
+    "IMAGE_SIGNATURES",
+    "KIND_FIELDS",
+    "OFFER_MAX_VALID_DAYS",
+    "PAYMENT_FIELDS",
+    "PROBLEM_FIELDS",
+    "PROBLEM_WHEN",
+    "SUBJECT_MAX",
+    "TEXT_EXTENSIONS",
+    "Upload",
+    "attachment_check",
+    "extension_decline",
+    "extension_default_price",
+    "extension_offer",
+    "extension_pay_with_balance",
+    "extension_payment_create",
+    "extension_settle",
+    "redaction_preview",
+    "ticket_create",
+    "ticket_message_add",
+    "ticket_status_set",
+]
