@@ -89,6 +89,9 @@ def intent_case(request, intent_id):
             if decision_form.is_bound and decision_form.is_valid():
                 action = decision_form.cleaned_data["action"]
                 require_permission(request, *ACTION_PERMISSIONS[f"decision:{action}"])
+                if action == "settle" and allocation.review_settle_credits_beyond_due(intent):
+                    # More than the top-up's amount goes to the balance: as "credit" does.
+                    require_permission(request, *ACTION_PERMISSIONS["decision:credit"])
                 decide = DECISIONS[action]
                 decide(
                     intent_id=intent.pk,

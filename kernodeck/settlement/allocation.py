@@ -51,6 +51,36 @@ def _credit_excess(intent, value, *, actor, reason, details) -> None:
         details["excess_credited_usd"] = usd_str(excess)
 
 
+def topup_settle_credit(intent: PaymentIntent, *, value=None):
+    """What accepting a top-up's payment credits: what was received at the quoted rate; a
+    late one at the lower of the quoted and the current rate; an overpaid one up to twice
+    its nominal amount."""
+    value = review.received_usd(intent) if value is None else value
+    credit = value
+    if intent.status == IntentStatus.LATE:
+        current = selectors.rate_current(intent.method.asset)
+        if current is None:
+            raise Conflict(
+                _("No fresh %(asset)s rate to compare with; record or fetch one first.")
+                % {"asset": intent.method.asset}
+            )
+        credit = min(value, review.received_usd(intent, usd_per_coin=current.usd_per_coin))
+    if intent.status == IntentStatus.OVERPAID:
+        credit = min(value, intent.topup.amount_usd * TOPUP_OVERPAY_CAP)
+    return credit
+
+
+def review_settle_credits_beyond_due(intent: PaymentIntent) -> bool:
+    """Whether accepting this top-up's payment credits more than the top-up's amount: that
+    part mints balance, as the "credit" decision does, and needs the same permission."""
+    if intent.purpose != Purpose.TOPUP:
+        return False
+    try:
+        return topup_settle_credit(intent) > intent.topup.amount_usd
+    except Conflict:
+        return False  # no rate to compare with: the decision itself is refused
+
+
 @retry_lost_races
 def review_accept_and_settle(*, intent_id, actor, reason: str) -> PaymentIntent:
     """Accept what was received as payment: settle the order (or credit the top-up).
@@ -92,17 +122,7 @@ def review_accept_and_settle(*, intent_id, actor, reason: str) -> PaymentIntent:
             )
             _credit_excess(intent, value, actor=actor, reason=reason, details=details)
         else:
-            credit = value
-            if intent.status == IntentStatus.LATE:
-                current = selectors.rate_current(intent.method.asset)
-                if current is None:
-                    raise Conflict(
-                        _("No fresh %(asset)s rate to compare with; record or fetch one first.")
-                        % {"asset": intent.method.asset}
-                    )
-                credit = min(value, review.received_usd(intent, usd_per_coin=current.usd_per_coin))
-            if intent.status == IntentStatus.OVERPAID:
-                credit = min(value, intent.topup.amount_usd * TOPUP_OVERPAY_CAP)
+            credit = topup_settle_credit(intent, value=value)
             ledger_services.topup_credit(
                 intent=intent, amount_usd=credit, actor=actor, memo=reason
             )

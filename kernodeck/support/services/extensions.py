@@ -208,19 +208,24 @@ def extension_pay_with_balance(*, extension: Extension, actor) -> Extension:
 
 
 def extension_payment_create(*, extension: Extension, method_code: str, actor):
-    """Crypto instructions for an offer (a payment with purpose `extension`)."""
-
+    """Crypto instructions for an offer (a payment with purpose `extension`), under the
+    same rules as an order's: refused while live ones exist, once the offer has as many
+    still watched as the cap, or when the account asked for too many lately (429)."""
+    owner_id = Extension.objects.values_list("order__owner_id", flat=True).get(pk=extension.pk)
+    payment_services.instructions_throttle_check(owner_id)
     # Refusals and any rate fetch before the lock; read once.
     prepared = payment_services.instructions_prepare(method_code)
     with transaction.atomic():
         extension = support_locks.lock_extension(extension.pk)
         _check_payable(extension)
-        live = payment_selectors.live_intent(extension.intents.all())
+        intents = list(extension.intents.all())
+        live = payment_selectors.live_intent(intents)
         if live is not None:
             raise Conflict(
                 _("This offer already has payment instructions valid until %(until)s UTC.")
                 % {"until": live.expires_at.strftime("%Y-%m-%d %H:%M")}
             )
+        payment_services.instructions_check_watched_cap(intents)
         intent = payment_services.payment_intent_create(
             owner=extension.order.owner,
             method_code=method_code,
@@ -231,6 +236,7 @@ def extension_payment_create(*, extension: Extension, method_code: str, actor):
             prepared=prepared,
             order_event=("order.extension_payment_created", extension.order),
         )
+    payment_services.instructions_throttle_hit(owner_id)
     return intent
 
 

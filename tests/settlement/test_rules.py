@@ -1,0 +1,123 @@
+"""One set of rules for every purpose (issue 19, item 1): what an attack found to differ
+between orders, top-ups and extensions, each refused now, and nothing changed by the
+refusal."""
+
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.test import Client
+from django.urls import reverse
+
+from kernodeck.core.errors import Conflict, Throttled
+from kernodeck.ledger import selectors as ledger_selectors
+from kernodeck.ledger.models import LedgerEntry
+from kernodeck.payments import services as payment_services
+from kernodeck.payments.models import PaymentIntent, Resolution
+from kernodeck.settlement import topups as settlement_topups
+from kernodeck.support import services as support_services
+from tests.factories import make_user
+from tests.ledger.helpers import pay_topup
+from tests.settlement.test_audit_trail import offered
+from tests.support.helpers import active_rental
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def reviewer(*codenames):
+    operator = make_user(staff=True)
+    for codename in ("review_payment", *codenames):
+        operator.user_permissions.add(Permission.objects.get(codename=codename))
+    client = Client()
+    client.force_login(operator)
+    return client
+
+
+def overpaid_topup():
+    account = make_user()
+    _topup, intent = settlement_topups.topup_create(
+        account=account, amount_usd="100", method_code="usdt-tron"
+    )
+    pay_topup(intent, amount_base=300_000_000)  # 300 USDT for a 100 USD top-up
+    return account, intent
+
+
+def test_accepting_an_overpaid_top_up_needs_the_balance_permission_as_crediting_does(
+    configured, fresh_rates
+):
+    account, intent = overpaid_topup()
+    case = reverse("backoffice:intent_case", args=[intent.pk])
+    decision = {"form": "decision", "action": "settle", "reason": "sent 300"}
+
+    refused = reviewer().post(case, decision)
+
+    assert refused.status_code == 403
+    intent.refresh_from_db()
+    assert intent.resolution == ""
+    assert ledger_selectors.balance_available(account=account) == Decimal("0.00")
+    assert not LedgerEntry.objects.filter(account=account).exists()
+
+    accepted = reviewer("adjust_balance").post(case, decision)
+
+    assert accepted.status_code == 302
+    intent.refresh_from_db()
+    assert intent.resolution == Resolution.SETTLED
+    # Twice the nominal amount at most (the overpaid top-up's cap).
+    assert ledger_selectors.balance_available(account=account) == Decimal("200.00")
+
+
+def test_accepting_an_underpaid_top_up_credits_no_more_than_it_is_worth_without_that_permission(
+    configured, fresh_rates
+):
+    account = make_user()
+    _topup, intent = settlement_topups.topup_create(
+        account=account, amount_usd="100", method_code="usdt-tron"
+    )
+    pay_topup(intent, amount_base=50_000_000)  # 50 USDT
+    case = reverse("backoffice:intent_case", args=[intent.pk])
+
+    accepted = reviewer().post(case, {"form": "decision", "action": "settle", "reason": "ok"})
+
+    assert accepted.status_code == 302, accepted.content.decode()[-3000:]
+    assert ledger_selectors.balance_available(account=account) == Decimal("50.01")
+
+
+def test_an_extension_offer_stops_at_the_watched_cap_as_an_order_does(
+    configured, fresh_rates, settings
+):
+    settings.KERNODECK_THROTTLE_PAYMENT_CREATE = (1000, 3600)
+    settings.KERNODECK_THROTTLE_PAYMENT_DECLARE = (1000, 3600)
+    rental = active_rental()
+    extension = offered(rental, days=2)
+    for _ in range(settings.KERNODECK_MAX_WATCHED_INSTRUCTIONS):
+        intent = support_services.extension_payment_create(
+            extension=extension, method_code="usdt-tron", actor=rental.owner
+        )
+        payment_services.payment_intent_abandon(intent=intent, actor=rental.owner)
+
+    with pytest.raises(Conflict, match="the most we can watch at once"):
+        support_services.extension_payment_create(
+            extension=extension, method_code="btc-bitcoin", actor=rental.owner
+        )
+
+    assert PaymentIntent.objects.filter(extension=extension).count() == (
+        settings.KERNODECK_MAX_WATCHED_INSTRUCTIONS
+    )
+
+
+def test_extension_instructions_count_in_the_accounts_throttle(configured, fresh_rates, settings):
+    settings.KERNODECK_THROTTLE_PAYMENT_CREATE = (2, 3600)
+    rental = active_rental()
+    extension = offered(rental, days=2)
+    for _ in range(2):
+        intent = support_services.extension_payment_create(
+            extension=extension, method_code="usdt-tron", actor=rental.owner
+        )
+        payment_services.payment_intent_abandon(intent=intent, actor=rental.owner)
+
+    with pytest.raises(Throttled):
+        support_services.extension_payment_create(
+            extension=extension, method_code="usdt-tron", actor=rental.owner
+        )
+
+    assert PaymentIntent.objects.filter(extension=extension).count() == 2
