@@ -1,9 +1,14 @@
-"""Payment actions: exchange rates, payment instructions ("intents"), declarations."""
+"""New payment instructions ("intents"): the usable method and a fresh rate, a new address
+and the exact amount, and the limits on asking for them (a throttle per account, a cap on
+the instructions still watched); for an order, under the account's and the order's locks.
+
+Apart from the set-up (`configuration`) and from what happens to instructions once given
+(`lifecycle`): this is the one path that takes an address from the counter.
+"""
 
 import functools
-import logging
 from datetime import timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -11,132 +16,17 @@ from django.utils.translation import gettext as _
 
 from kernodeck.accounts import throttle
 from kernodeck.core import clock
-from kernodeck.core.errors import Conflict, InvalidInput, ServiceError, Unavailable
+from kernodeck.core.errors import Conflict, InvalidInput, ServiceError
 from kernodeck.core.races import retry_lost_races
-from kernodeck.core.services import audit_event, audit_record, audit_record_all
+from kernodeck.core.services import audit_event, audit_record_all
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders import services as order_services
 from kernodeck.payments import locks, methods, registry, rows, selectors, uris
 from kernodeck.payments.amounts import crypto_amount
-from kernodeck.payments.models import (
-    ClosedReason,
-    IntentStatus,
-    PaymentIntent,
-    PaymentMethod,
-    Purpose,
-    Rate,
-)
-from kernodeck.payments.rates.base import ASSETS
-from kernodeck.payments.rates.providers import build_providers, fetch_rates
+from kernodeck.payments.models import PaymentIntent, PaymentMethod, Purpose, Rate
+from kernodeck.payments.services.configuration import rate_for_instructions
 from kernodeck.payments.wallets import derive_address, new_solana_reference
-
-logger = logging.getLogger(__name__)
-
-
-def payment_methods_ensure() -> int:
-    """Create any missing method row from `methods.METHODS`; existing rows are left as the
-    operators set them. Returns how many were created. (The data migration does the same
-    on a new database; this repairs a flushed one, e.g. in transactional tests.)"""
-    created = 0
-    for order, spec in enumerate(methods.METHODS):
-        _method, was_created = PaymentMethod.objects.get_or_create(
-            code=spec.code,
-            defaults={
-                "asset": spec.asset,
-                "network": spec.network,
-                "chain": spec.chain,
-                "decimals": spec.decimals,
-                "precision": spec.precision,
-                "confirmations": spec.confirmations,
-                "sort_order": order,
-            },
-        )
-        created += was_created
-    return created
-
-
-# -- exchange rates ------------------------------------------------------------------
-
-
-def rates_refresh(assets=ASSETS) -> tuple[list[Rate], list[str]]:
-    """Fetch rates from the configured providers (network first, no transaction open)."""
-    providers = build_providers(
-        demo=settings.KERNODECK_DEMO,
-        names=settings.KERNODECK_RATE_PROVIDERS,
-        kraken_url=settings.KERNODECK_KRAKEN_URL,
-        coingecko_url=settings.KERNODECK_COINGECKO_URL,
-        coingecko_api_key=settings.KERNODECK_COINGECKO_API_KEY,
-        timeout=settings.KERNODECK_HTTP_TIMEOUT,
-    )
-    fetched, errors = fetch_rates(providers, list(assets))
-    for error in errors:
-        logger.warning("rate provider failed: %s", error)
-    stored = Rate.objects.bulk_create(
-        Rate(
-            asset=rate.asset,
-            usd_per_coin=rate.usd_per_coin,
-            source=rate.source,
-            fetched_at=rate.fetched_at,
-        )
-        for rate in fetched.values()
-    )
-    return stored, errors
-
-
-def rate_record_manual(*, asset: str, usd_per_coin, actor=None) -> Rate:
-    """Record a rate an operator read elsewhere (back-office or `kernodeck set_rate`)."""
-    asset = str(asset or "").strip().upper()
-    if asset not in ASSETS:
-        raise InvalidInput(
-            _("Unknown asset %(asset)s; use one of %(list)s.")
-            % {"asset": asset, "list": ", ".join(ASSETS)},
-            field="asset",
-        )
-    try:
-        value = Decimal(str(usd_per_coin).strip())
-    except (InvalidOperation, ValueError):
-        value = Decimal(0)
-    if not value.is_finite() or value <= 0:
-        raise InvalidInput(
-            _("The rate must be a positive number of USD per coin."), field="usd_per_coin"
-        )
-    with transaction.atomic():
-        rate = Rate.objects.create(
-            asset=asset,
-            usd_per_coin=value,
-            source="manual",
-            fetched_at=clock.now(),
-            entered_by=actor,
-        )
-        audit_record(
-            action="rate.manual_recorded",
-            target=rate,
-            actor=actor,
-            after={"asset": asset, "usd_per_coin": str(value)},
-        )
-    return rate
-
-
-def rate_for_instructions(asset: str) -> Rate:
-    """A fresh rate for new instructions, or Unavailable (503) saying it is stale."""
-    rate = selectors.rate_current(asset)
-    if rate is None and settings.KERNODECK_DEMO:
-        rates_refresh([asset])
-        rate = selectors.rate_current(asset)
-    if rate is None:
-        raise Unavailable(
-            _(
-                "The %(asset)s exchange rate is out of date, so no amount can be computed "
-                "right now. Your order is safe; please try again in a few minutes."
-            )
-            % {"asset": asset}
-        )
-    return rate
-
-
-# -- payment instructions ------------------------------------------------------------
-
 
 _METHOD = rows.Columns(PaymentMethod, "m")
 _RATE = rows.Columns(Rate, "r")
@@ -453,134 +343,3 @@ def _create_for_locked_order(*, order, method_code: str, actor, prepared) -> Pay
         order_event=("order.payment_instructions_created", order),
     )
     return intent
-
-
-class IntentClosed(Conflict):
-    """The instructions were closed because the order was settled otherwise or cancelled."""
-
-
-def _refuse_closed(intent: PaymentIntent) -> None:
-    if intent.closed_at is not None:
-        raise IntentClosed(
-            _(
-                "These instructions are closed (%(why)s): do not send anything to them. If "
-                "you already did, contact support with the order reference; nothing is lost."
-            )
-            % {"why": intent.get_closed_reason_display().lower()}
-        )
-
-
-def payment_intent_declare(*, intent: PaymentIntent, actor) -> PaymentIntent:
-    """ "I have paid": note it and ask the watchers for an early look. Moves no money.
-
-    Refused (409) on closed instructions, and throttled per account: each declaration
-    asks the chain watchers for an early scan.
-    """
-    if intent.declared_at is None:
-        throttle.check(
-            "payment_declare",
-            str(intent.owner_id),
-            message=_("You declared many payments in a short time."),
-        )
-    intent, declared_now = _payment_intent_declare(intent=intent, actor=actor)
-    if declared_now:
-        throttle.hit("payment_declare", str(intent.owner_id))
-    return intent
-
-
-@retry_lost_races
-def _payment_intent_declare(*, intent: PaymentIntent, actor) -> tuple[PaymentIntent, bool]:
-    with transaction.atomic():
-        intent = locks.lock_intent(intent.pk)  # account, order or top-up, then the intent
-        _refuse_closed(intent)
-        if intent.declared_at is not None:
-            return intent, False
-        now = clock.now()
-        intent.declared_at = now
-        intent.rescan_requested_at = now
-        intent.save(update_fields=["declared_at", "rescan_requested_at"])
-        audit_record(action="payment.declared", target=intent, actor=actor)
-        network = intent.chain
-        transaction.on_commit(lambda: _request_rescan(network))
-        if intent.order_id:
-            audit_record(
-                action="order.payment_declared",
-                target=intent.order,
-                actor=actor,
-                after={"payment": str(intent.pk)},
-            )
-    return intent, True
-
-
-def _request_rescan(network: str) -> None:
-    from kernodeck.payments.tasks import watch_network
-
-    watch_network(network)
-
-
-@retry_lost_races
-def payment_intent_abandon(*, intent: PaymentIntent, actor) -> PaymentIntent:
-    """The customer drops these instructions to pick another method.
-
-    The address is still watched until `monitor_until`: money sent to it later is found
-    and reviewed, never lost.
-    """
-    with transaction.atomic():
-        intent = locks.lock_intent(intent.pk)
-        if intent.abandoned_at is not None or intent.closed_at is not None:
-            return intent
-        if intent.status not in {IntentStatus.PENDING, IntentStatus.EXPIRED}:
-            raise Conflict(
-                _(
-                    "A payment has already been seen for these instructions; "
-                    "they cannot be abandoned."
-                )
-            )
-        intent.abandoned_at = clock.now()
-        intent.save(update_fields=["abandoned_at"])
-        audit_record(action="payment.abandoned", target=intent, actor=actor)
-        if intent.order_id:
-            audit_record(
-                action="order.payment_abandoned",
-                target=intent.order,
-                actor=actor,
-                after={"payment": str(intent.pk)},
-            )
-    return intent
-
-
-# Statuses closed with the order: nothing was received yet, or it is still unconfirmed.
-CLOSABLE_STATUSES = (IntentStatus.PENDING, IntentStatus.DETECTED, IntentStatus.EXPIRED)
-
-
-def payment_intents_close_for_order(
-    *, order, reason: str, actor=None, except_intent_id=None
-) -> list[PaymentIntent]:
-    """Close the order's unpaid instructions because it was settled otherwise or cancelled.
-
-    Called inside the order's transaction, with the order locked; `except_intent_id` is
-    the payment settling it, which stays open. The payment page then
-    says "do not send"; the address stays watched until `monitor_until`, and whatever
-    still arrives is recorded and goes to review (watching treats closed as decided).
-    """
-    if reason not in ClosedReason.values:
-        raise ValueError(reason)
-    now = clock.now()
-    closed = []
-    for intent in locks.lock_intents_of_order(
-        order_id=order.pk, closed_at__isnull=True, resolution="", status__in=CLOSABLE_STATUSES
-    ):
-        if except_intent_id is not None and str(intent.pk) == str(except_intent_id):
-            continue  # the payment that settles the order
-        intent.closed_at = now
-        intent.closed_reason = reason
-        intent.save(update_fields=["closed_at", "closed_reason"])
-        audit_record(
-            action="payment.closed",
-            target=intent,
-            actor=actor,
-            before={"status": intent.status},
-            after={"closed_reason": reason},
-        )
-        closed.append(intent)
-    return closed

@@ -1,0 +1,192 @@
+"""What a pass asks the chain: the intents a network watches, the address-polling scan,
+and the chain's health.
+
+Steps (1) to (3) of a pass (see the package): load the watched intents as light rows, ask
+the adapter (network I/O, no transaction open), store what it answered. The scan returns
+what it saw as `Observed` and leaves step (4), reconciling, to the pass, which records the
+chain's health only once that is applied. The block scan (`blocks`) builds on the rows,
+targets and health kept here.
+"""
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+
+from kernodeck.core import clock
+from kernodeck.payments.chains.base import ChainError, WatchTarget, scan_checked
+from kernodeck.payments.models import ChainState, IntentStatus, PaymentIntent
+from kernodeck.payments.watching.storing import transfers_mark_disappeared, transfers_store
+
+logger = logging.getLogger(__name__)
+
+# Addresses per lookup among the watched intents: short enough that PostgreSQL probes the
+# (chain, address) index rather than reading the whole table (it did at 500 of 20 000).
+ADDRESS_CHUNK = 200
+
+
+# -- which intents a network must watch ---------------------------------------------
+
+
+# What a pass needs of every watched intent to ask the chain and to match what it answers;
+# the whole intent is loaded only for those a transfer or the clock concerns.
+WATCHED_FIELDS = (
+    "pk",
+    "address",
+    "solana_reference",
+    "amount_base",
+    "expires_at",
+    "status",
+    "rescan_requested_at",
+    "created_at",
+)
+
+
+def watched_rows(network: str, *, now, addresses=None, created_after=None) -> list:
+    """The intents whose address is still watched (open ones and those inside monitoring)
+    as light rows (named tuples of WATCHED_FIELDS): all of them in
+    one query, or those at `addresses` (one query per ADDRESS_CHUNK) or created after
+    `created_after`."""
+    watched = PaymentIntent.objects.filter(chain=network, monitor_until__gt=now).order_by()
+    if created_after is not None:
+        watched = watched.filter(created_at__gt=created_after)
+    if addresses is None:
+        return list(watched.values_list(*WATCHED_FIELDS, named=True))
+    addresses = sorted(addresses)
+    rows = []
+    for start in range(0, len(addresses), ADDRESS_CHUNK):
+        chunk = watched.filter(address__in=addresses[start : start + ADDRESS_CHUNK])
+        rows.extend(chunk.values_list(*WATCHED_FIELDS, named=True))
+    return rows
+
+
+def watched_addresses(network: str, *, now) -> list[str]:
+    """Only the addresses of the watched intents (a block scan needs no more of them)."""
+    return list(
+        PaymentIntent.objects.filter(chain=network, monitor_until__gt=now)
+        .order_by()
+        .values_list("address", flat=True)
+    )
+
+
+def watch_targets(network: str, intents) -> list[WatchTarget]:
+    if network == "solana":
+        targets = [WatchTarget(i.address, reference=i.solana_reference) for i in intents]
+        recipients = {i.address for i in intents}
+        # Also the bare recipient, for wallets that drop the reference key.
+        return targets + [WatchTarget(address) for address in sorted(recipients)]
+    return [WatchTarget(i.address) for i in intents]
+
+
+# -- what a scan saw, and the chain's health ------------------------------------------------
+
+
+@dataclass
+class Observed:
+    """What one scan saw and stored, for the pass to apply: the pks of the intents it
+    concerns, the health to record once they are reconciled (`_health_record` arguments),
+    the pass's report, and what to remember after that (a block scan's mempool)."""
+
+    touched: set
+    health: dict
+    report: dict
+    remember: Callable[[], None] | None = None
+
+
+def _health_record(
+    network: str,
+    *,
+    tip=None,
+    cursor=None,
+    late_polled_at=None,
+    scanned_blocks=None,
+    error: str = "",
+) -> None:
+    with transaction.atomic():
+        state, _created = ChainState.objects.select_for_update().get_or_create(network=network)
+        now = clock.now()
+        if error:
+            state.last_error_at = now
+            state.last_error = error[:1000]
+        else:
+            if tip is not None and tip != state.tip:
+                state.tip = tip
+                state.tip_changed_at = now
+            state.cursor = cursor
+            state.last_success_at = now
+            if late_polled_at is not None:
+                state.late_polled_at = late_polled_at
+            if scanned_blocks is not None:
+                state.scanned_blocks = scanned_blocks
+        state.save()
+
+
+def _late_poll_due(state: ChainState | None, now) -> bool:
+    """Whether this pass also polls the intents only in their late-payment window."""
+    every = timedelta(seconds=settings.KERNODECK_WATCH_LATE_INTERVAL)
+    return state is None or state.late_polled_at is None or now - state.late_polled_at >= every
+
+
+def _polled_every_pass(intent: PaymentIntent, now) -> bool:
+    """Open instructions, and any a customer just declared paid, are polled on every pass;
+    those only kept for late payments (expired, under review, allocated), less often."""
+    return (
+        intent.expires_at > now
+        or intent.status in (IntentStatus.PENDING, IntentStatus.DETECTED)
+        or intent.rescan_requested_at is not None
+    )
+
+
+def _short(text: str) -> str:
+    """An error for a one-line report: one line, bounded."""
+    return " ".join(text.split())[:300]
+
+
+# -- polling every watched address -----------------------------------------------------------
+
+
+def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
+    """Poll the watched addresses (those only kept for late payments every
+    KERNODECK_WATCH_LATE_INTERVAL) and store what the chain reports; a dict report when
+    the chain failed (its error is recorded)."""
+    intents = watched_rows(network, now=now)
+    late_due = _late_poll_due(state, now)
+    polled = [i for i in intents if late_due or _polled_every_pass(i, now)]
+    # Even with nothing to watch, the scan reads the chain's tip: that is the health check.
+    targets = watch_targets(network, polled)
+    try:
+        # Network I/O, no lock held; every value is checked before anything is stored.
+        result = scan_checked(adapter, targets, cursor=state.cursor if state else None)
+    except ChainError as exc:
+        logger.warning("%s watcher failed: %s", network, exc)
+        _health_record(network, error=str(exc))
+        return {"network": network, "error": _short(str(exc))}
+
+    touched = transfers_store(network, result.transfers, intents)
+    if network != "ethereum":
+        # Esplora, TronGrid and Solana report an address's whole recent history each time;
+        # Ethereum scans block windows, so absence there proves nothing.
+        seen_keys = {(t.txid, t.index) for t in result.transfers}
+        touched |= transfers_mark_disappeared(
+            network=network, addresses={t.address for t in targets}, seen_keys=seen_keys
+        )
+    rescanned = [i.pk for i in polled if i.rescan_requested_at is not None]
+    if rescanned:
+        PaymentIntent.objects.filter(pk__in=rescanned).update(rescan_requested_at=None)
+    return Observed(
+        touched=touched,
+        health={
+            "tip": result.tip,
+            "cursor": result.cursor,
+            "late_polled_at": now if late_due else None,
+        },
+        report={
+            "network": network,
+            "watched": len(intents),
+            "polled": len(polled),
+            "transfers": len(result.transfers),
+        },
+    )
