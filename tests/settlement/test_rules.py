@@ -66,22 +66,6 @@ def test_accepting_an_overpaid_top_up_needs_the_balance_permission_as_crediting_
     assert ledger_selectors.balance_available(account=account) == Decimal("200.00")
 
 
-def test_accepting_an_underpaid_top_up_credits_no_more_than_it_is_worth_without_that_permission(
-    configured, fresh_rates
-):
-    account = make_user()
-    _topup, intent = settlement_topups.topup_create(
-        account=account, amount_usd="100", method_code="usdt-tron"
-    )
-    pay_topup(intent, amount_base=50_000_000)  # 50 USDT
-    case = reverse("backoffice:intent_case", args=[intent.pk])
-
-    accepted = reviewer().post(case, {"form": "decision", "action": "settle", "reason": "ok"})
-
-    assert accepted.status_code == 302, accepted.content.decode()[-3000:]
-    assert ledger_selectors.balance_available(account=account) == Decimal("50.01")
-
-
 def test_an_extension_offer_stops_at_the_watched_cap_as_an_order_does(
     configured, fresh_rates, settings
 ):
