@@ -135,8 +135,12 @@ def lock_intent(intent_id) -> PaymentIntent:
 
 def lock_intents_of_order(*, order_id, **filters) -> list[PaymentIntent]:
     """Lock an order's intents (the order must be locked already), in primary-key order."""
+    return lock_intents(order_id=order_id, **filters)
+
+
+def lock_intents(**filters) -> list[PaymentIntent]:
+    """Lock the intents `filters` select (what they pay for must be locked already), in
+    primary-key order."""
     return list(
-        PaymentIntent.objects.select_for_update(no_key=True)
-        .filter(order_id=order_id, **filters)
-        .order_by("pk")
+        PaymentIntent.objects.select_for_update(no_key=True).filter(**filters).order_by("pk")
     )

@@ -104,9 +104,18 @@ def order_payment_seen(*, order) -> PaymentIntent | None:
 def order_declared_unverified(*, order) -> list[PaymentIntent]:
     """Instructions the customer declared paid ("I have paid") that nothing confirmed or
     closed yet, while their address is still watched: the transfer may still arrive."""
+    return _declared_unverified(order=order)
+
+
+def extension_declared_unverified(*, extension) -> list[PaymentIntent]:
+    """The same for an extension offer's instructions."""
+    return _declared_unverified(extension=extension)
+
+
+def _declared_unverified(**paying_for) -> list[PaymentIntent]:
     return list(
         PaymentIntent.objects.filter(
-            order=order,
+            **paying_for,
             declared_at__isnull=False,
             closed_at__isnull=True,
             abandoned_at__isnull=True,

@@ -7,6 +7,7 @@ from ninja import Router, Schema, Status
 
 from kernodeck.core.errors import NotFound
 from kernodeck.core.money import usd_str
+from kernodeck.ledger.api import PayWithBalanceIn
 from kernodeck.payments.api import IntentOut, PayIn, intent_out
 from kernodeck.support import selectors, services
 
@@ -145,10 +146,15 @@ def _offer(request, ticket_id):
 
 
 @router.post("/tickets/{ticket_id}/extension/pay-with-balance", response=TicketOut)
-def extension_pay_with_balance(request, ticket_id: str):
-    """Pay the ticket's extension offer from the balance; the rental's end moves at once."""
+def extension_pay_with_balance(request, ticket_id: str, payload: PayWithBalanceIn | None = None):
+    """Pay the ticket's extension offer from the balance; the rental's end moves at once.
+
+    After "I have paid" on the offer's instructions, 409 unless the body is
+    `{"confirm": true}` (the transfer may still come), as for an order."""
     ticket, extension = _offer(request, ticket_id)
-    services.extension_pay_with_balance(extension=extension, actor=request.auth)
+    services.extension_pay_with_balance(
+        extension=extension, actor=request.auth, confirm=bool(payload and payload.confirm)
+    )
     ticket.refresh_from_db()
     return ticket_out(ticket)
 

@@ -149,6 +149,20 @@ def ticket_detail(request, ticket_id):
                 )
             return redirect("support:detail", ticket_id=ticket.pk)
     extensions = list(selectors.extensions_of(ticket=ticket))
+    for extension in extensions:
+        # After "I have paid" on its instructions, paying from the balance says the risk.
+        declared = (
+            payment_selectors.extension_declared_unverified(extension=extension)
+            if extension.status == "offered"
+            else []
+        )
+        extension.declared_warning = (
+            services.DeclaredExtensionPaymentPending(
+                extension=extension, declared=declared
+            ).message
+            if declared
+            else ""
+        )
     return render(
         request,
         "support/detail.html",
@@ -204,7 +218,11 @@ def _owned_extension(request, ticket_id, extension_id):
 def extension_pay_with_balance(request, ticket_id, extension_id):
     ticket, extension = _owned_extension(request, ticket_id, extension_id)
     try:
-        extension = services.extension_pay_with_balance(extension=extension, actor=request.user)
+        extension = services.extension_pay_with_balance(
+            extension=extension,
+            actor=request.user,
+            confirm=request.POST.get("declared_seen") == "yes",
+        )
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:

@@ -52,10 +52,12 @@ class Resolution(models.TextChoices):
 
 
 class ClosedReason(models.TextChoices):
-    """Why instructions were closed before they were paid: the order no longer needs them."""
+    """Why instructions were closed before they were paid: what they were for no longer
+    needs them."""
 
     ORDER_SETTLED = "order_settled", _("The order was settled otherwise")
     ORDER_CANCELLED = "order_cancelled", _("The order was cancelled")
+    OFFER_PAID = "offer_paid", _("The extension offer was paid otherwise")
 
 
 class Purpose(models.TextChoices):

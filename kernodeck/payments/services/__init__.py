@@ -34,6 +34,7 @@ from kernodeck.payments.services.lifecycle import (
     IntentClosed,
     payment_intent_abandon,
     payment_intent_declare,
+    payment_intents_close_for_extension,
     payment_intents_close_for_order,
 )
 
@@ -50,6 +51,7 @@ __all__ = [
     "payment_intent_create_for_order",
     "payment_intent_create_for_reference",
     "payment_intent_declare",
+    "payment_intents_close_for_extension",
     "payment_intents_close_for_order",
     "payment_methods_ensure",
     "rate_for_instructions",

@@ -123,15 +123,46 @@ def payment_intents_close_for_order(
     says "do not send"; the address stays watched until `monitor_until`, and whatever
     still arrives is recorded and goes to review (watching treats closed as decided).
     """
+    return _close(
+        locks.lock_intents_of_order(
+            order_id=order.pk,
+            closed_at__isnull=True,
+            resolution="",
+            status__in=CLOSABLE_STATUSES,
+        ),
+        reason=reason,
+        actor=actor,
+        except_intent_id=except_intent_id,
+    )
+
+
+def payment_intents_close_for_extension(
+    *, extension, actor=None, except_intent_id=None
+) -> list[PaymentIntent]:
+    """Close an extension offer's unpaid instructions once it is paid (from the balance, or
+    by another payment: `except_intent_id`), as an order's are: the page says "do not
+    send", and what still arrives is recorded and reviewed. Called with the offer locked."""
+    return _close(
+        locks.lock_intents(
+            extension_id=extension.pk,
+            closed_at__isnull=True,
+            resolution="",
+            status__in=CLOSABLE_STATUSES,
+        ),
+        reason=ClosedReason.OFFER_PAID,
+        actor=actor,
+        except_intent_id=except_intent_id,
+    )
+
+
+def _close(intents, *, reason: str, actor, except_intent_id) -> list[PaymentIntent]:
     if reason not in ClosedReason.values:
         raise ValueError(reason)
     now = clock.now()
     closed = []
-    for intent in locks.lock_intents_of_order(
-        order_id=order.pk, closed_at__isnull=True, resolution="", status__in=CLOSABLE_STATUSES
-    ):
+    for intent in intents:
         if except_intent_id is not None and str(intent.pk) == str(except_intent_id):
-            continue  # the payment that settles the order
+            continue  # the payment that settles it
         intent.closed_at = now
         intent.closed_reason = reason
         intent.save(update_fields=["closed_at", "closed_reason"])

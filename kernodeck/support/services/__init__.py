@@ -12,6 +12,7 @@ One module per seam, every public name re-exported here so callers keep writing
 from kernodeck.support.services.extensions import (
     EXTENDABLE_STATES,
     OFFER_MAX_VALID_DAYS,
+    DeclaredExtensionPaymentPending,
     extension_decline,
     extension_default_price,
     extension_offer,
@@ -59,6 +60,7 @@ __all__ = [
     "PROBLEM_WHEN",
     "SUBJECT_MAX",
     "TEXT_EXTENSIONS",
+    "DeclaredExtensionPaymentPending",
     "Upload",
     "attachment_check",
     "extension_decline",

@@ -182,12 +182,32 @@ def _check_payable(extension: Extension) -> None:
         )
 
 
-def extension_pay_with_balance(*, extension: Extension, actor) -> Extension:
+class DeclaredExtensionPaymentPending(Conflict):
+    """The customer said they sent crypto for this offer ("I have paid"); paying from the
+    balance too may pay it twice, so it needs an explicit confirmation (as an order's)."""
+
+    def __init__(self, *, extension, declared):
+        super().__init__(
+            _(
+                "You said you already sent a payment for this extension offer (%(methods)s). "
+                "If that transfer arrives after you pay from your balance, you will have paid "
+                "twice, and the second payment waits for an operator's review before it is "
+                "credited to your balance. Confirm to pay from the balance anyway."
+            )
+            % {"methods": ", ".join(str(intent.method) for intent in declared)}
+        )
+        self.declared = declared
+
+
+def extension_pay_with_balance(*, extension: Extension, actor, confirm: bool = False) -> Extension:
     """Pay an offer from the available balance and apply it, in one transaction.
 
     The account, then the extension, are locked first: a second press (or a concurrent
     API call) waits, then finds the offer paid and charges nothing. The ledger also
-    refuses a second charge for the same extension (unique constraint).
+    refuses a second charge for the same extension (unique constraint). Refused while a
+    crypto payment for the offer has been seen; after "I have paid" on its instructions
+    still watched, only with `confirm` (DeclaredExtensionPaymentPending otherwise). Paying
+    closes the offer's other instructions.
     """
 
     with transaction.atomic():
@@ -203,6 +223,9 @@ def extension_pay_with_balance(*, extension: Extension, actor) -> Extension:
                     "checked; the balance is not charged."
                 )
             )
+        declared = payment_selectors.extension_declared_unverified(extension=extension)
+        if declared and not confirm:
+            raise DeclaredExtensionPaymentPending(extension=extension, declared=declared)
         entry = ledger_services.extension_charge(extension=extension, actor=actor)
         return _settle_locked(extension, actor=actor, cause={"ledger_entry": entry.pk})
 
@@ -258,6 +281,10 @@ def extension_settle(*, extension_id, intent_id, cause: dict, actor=None) -> Ext
 
 def _settle_locked(extension: Extension, *, actor, cause: dict, intent_id=None) -> Extension:
     now = clock.now()
+    # Its other instructions say "do not send" from now on (the paying one stays open).
+    payment_services.payment_intents_close_for_extension(
+        extension=extension, actor=actor, except_intent_id=intent_id
+    )
     _move(extension, ExtensionStatus.PAID)
     extension.status = ExtensionStatus.PAID
     extension.paid_at = now
