@@ -13,6 +13,7 @@ from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.ledger.models import LedgerEntry
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.models import Order
+from kernodeck.payments import review_selectors
 from kernodeck.payments.models import IntentStatus, Purpose
 from kernodeck.support import services
 from kernodeck.support.models import Extension, Ticket
@@ -341,9 +342,11 @@ def test_crypto_payment_for_an_offer_already_paid_from_the_balance_goes_to_revie
     )
     fund(order.owner, "100.00")
     services.extension_pay_with_balance(extension=extension, actor=order.owner)
+    intent.refresh_from_db()
+    assert intent.closed_reason == "offer_paid"  # as an order's: "do not send" from now on
     intent = pay_topup(intent)  # the crypto transfer confirms afterwards
-    assert intent.status == IntentStatus.CONFIRMED  # not allocated: waits for a decision
-    assert "already paid" in intent.review_reason
+    assert intent.status != IntentStatus.ALLOCATED  # recorded, waits for an operator
+    assert list(review_selectors.review_transfers()) == list(intent.transfers.all())
     assert Order.objects.get(pk=order.pk).ends_at == ends + timedelta(days=3)  # once
     assert LedgerEntry.objects.filter(kind="extension_charge").count() == 1
     # Re-running reconciliation for the crypto payment changes nothing more.
