@@ -3,6 +3,8 @@
 import os
 import sys
 
+from kernodeck.demo.profile import apply_demo_environment
+
 DEMO_ON = {"1", "true", "yes", "on"}
 
 
@@ -14,9 +16,6 @@ def main():
     demo_requested = os.environ.get("KERNODECK_DEMO", "").strip().lower() in DEMO_ON
     starting_demo = sys.argv[1:2] == ["demo"]
     if starting_demo or demo_requested:
-        # Imported here: the command line's entry runs before Django's settings exist.
-        from kernodeck.demo.profile import apply_demo_environment
-
         # `kernodeck demo` starts its own chain simulator; other commands use the running one.
         apply_demo_environment(chain_simulator=not starting_demo)
 

@@ -1,17 +1,11 @@
 from decimal import Decimal
 
-from django.db.models import Prefetch, Sum
+from django.db.models import Sum
 
 from kernodeck.core import clock
 from kernodeck.core.errors import NotFound
 from kernodeck.ledger.models import LedgerEntry, TopUp, TopUpStatus
-
-
-def _intents_prefetch() -> Prefetch:
-    """Each top-up's payment instructions, newest first, with their method, in one query
-    (the instructions are the payments domain's rows, reached through their foreign key)."""
-    intents = TopUp.intents.rel.related_model.objects.select_related("method")
-    return Prefetch("intents", queryset=intents.order_by("-created_at"))
+from kernodeck.orders.selectors import intents_prefetch
 
 
 def balance_available(*, account) -> Decimal:
@@ -64,7 +58,7 @@ def topups_for(*, account):
     the page's). Ordered to the last column, so that pages (`offset`) never overlap."""
     return (
         TopUp.objects.filter(account=account)
-        .prefetch_related(_intents_prefetch())
+        .prefetch_related(intents_prefetch(TopUp))
         .order_by("-created_at", "-id")
     )
 

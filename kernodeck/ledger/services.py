@@ -110,7 +110,8 @@ def topup_amounts_message() -> str:
     return _("Top-ups are exactly %(list)s.") % {"list": allowed}
 
 
-def _parse_topup_amount(amount) -> Decimal:
+def topup_amount_parse(amount) -> Decimal:
+    """A top-up amount as asked for: exactly one of TOPUP_AMOUNTS, else InvalidInput."""
     message = topup_amounts_message()
     try:
         value = Decimal(str(amount).strip().replace(" ", ""))
@@ -119,11 +120,6 @@ def _parse_topup_amount(amount) -> Decimal:
     if not value.is_finite() or value not in {Decimal(a) for a in TOPUP_AMOUNTS}:
         raise InvalidInput(message, field="amount_usd")
     return usd(value)
-
-
-def topup_amount_parse(amount) -> Decimal:
-    """A top-up amount as asked for: exactly one of TOPUP_AMOUNTS, else InvalidInput."""
-    return _parse_topup_amount(amount)
 
 
 def topup_open(*, account, amount: Decimal):

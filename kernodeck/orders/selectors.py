@@ -10,10 +10,11 @@ from kernodeck.orders import capacity
 from kernodeck.orders.models import Order, PaymentState, RentalState
 
 
-def _intents_prefetch() -> Prefetch:
-    """Each order's payment instructions, newest first, with their method, in one query
-    (the instructions are the payments domain's rows, reached through their foreign key)."""
-    intents = Order.intents.rel.related_model.objects.select_related("method")
+def intents_prefetch(model) -> Prefetch:
+    """For lists of orders or top-ups (`model`): each one's payment instructions, newest
+    first, with their method, in one query. The instructions are the payments domain's rows,
+    reached through their foreign key to `model`, so no domain below payments imports it."""
+    intents = model.intents.rel.related_model.objects.select_related("method")
     return Prefetch("intents", queryset=intents.order_by("-created_at"))
 
 
@@ -95,7 +96,7 @@ def order_get_for_owner(
     row alone (for a service that locks the order and reads it again)."""
     orders = Order.objects.filter(owner=owner, reference=str(reference or "").upper()[:16])
     if with_payments:
-        orders = orders.prefetch_related(_intents_prefetch())
+        orders = orders.prefetch_related(intents_prefetch(Order))
     if with_offer:
         orders = orders.select_related("offer", "owner")
     order = orders.first()

@@ -192,7 +192,7 @@ def order_hold_extend(*, order: Order, until, actor=None) -> Order:
     return order
 
 
-def order_check_settleable(order: Order) -> None:
+def _check_settleable(order: Order) -> None:
     """Refuse to settle an order whose state does not allow it (cancelled)."""
     if PaymentState.SETTLED not in PAYMENT_TRANSITIONS[order.payment_state]:
         raise Conflict(
@@ -217,7 +217,7 @@ def order_mark_settled(*, order: Order, actor=None, cause: dict) -> Order:
         order = locks.lock_order(order.pk)  # account, then order
         if order.payment_state == PaymentState.SETTLED:
             return order
-        order_check_settleable(order)
+        _check_settleable(order)
         _recheck_units_if_lapsed(order, settling=True)
         before = order.payment_state
         order.payment_state = PaymentState.SETTLED

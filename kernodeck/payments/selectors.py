@@ -4,7 +4,6 @@ from datetime import timedelta
 from decimal import ROUND_DOWN, Decimal
 
 from django.conf import settings
-from django.db.models import Prefetch
 from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
@@ -144,20 +143,11 @@ def intents_for_order(*, order):
     return order.intents.select_related("method").order_by("-created_at")
 
 
-def intents_prefetch(*, to_attr: str | None = None) -> Prefetch:
-    """Prefetch for lists of orders or top-ups: all their instructions in one query,
-    newest first, with the method (instead of one query per order or top-up)."""
-    return Prefetch(
-        "intents",
-        queryset=PaymentIntent.objects.select_related("method").order_by("-created_at"),
-        to_attr=to_attr,
-    )
-
-
 def intents_by_order(orders) -> dict[int, list[PaymentIntent]]:
     """The instructions of each order of a list, newest first, with their method, by
     order id: one query, and each intent's `.order` is its order from the list (reading it
-    costs no query). Lighter than `intents_prefetch()` where only the lists are needed."""
+    costs no query). Lighter than `orders.selectors.intents_prefetch` where only the lists
+    are needed."""
     by_id = {order.pk: order for order in orders}
     grouped = {order_id: [] for order_id in by_id}
     if not by_id:
@@ -175,7 +165,7 @@ def intents_by_order(orders) -> dict[int, list[PaymentIntent]]:
 
 def intents_loaded(parent) -> list[PaymentIntent]:
     """The instructions of an order or top-up, newest first: the prefetched ones when the
-    list was read with `intents_prefetch()`, otherwise one query."""
+    list was read with `orders.selectors.intents_prefetch`, otherwise one query."""
     if "intents" in getattr(parent, "_prefetched_objects_cache", {}):
         return list(parent.intents.all())
     return list(parent.intents.select_related("method").order_by("-created_at"))

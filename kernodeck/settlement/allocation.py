@@ -34,8 +34,10 @@ def payment_allocate(intent: PaymentIntent) -> None:
             intent_id=intent.pk,
             cause={"payment": str(intent.pk)},
         )
-    else:
+    elif intent.purpose == Purpose.TOPUP:
         ledger_services.topup_credit(intent=intent, amount_usd=intent.topup.amount_usd)
+    else:  # a purpose with no allocation here yet: never credit it as a top-up
+        raise ValueError(f"no allocation for the purpose {intent.purpose!r}")
 
 
 def _credit_excess(intent, value, *, actor, reason, details) -> None:

@@ -19,8 +19,6 @@ from kernodeck.payments import selectors as payment_selectors
 from kernodeck.payments import services as payment_services
 from kernodeck.provisioning import services as provisioning_services
 
-__all__ = ["DeclaredPaymentPending", "order_cancel", "order_pay_with_balance", "order_settle"]
-
 
 @retry_lost_races
 def order_settle(*, order: Order, actor=None, cause: dict) -> Order:
@@ -36,8 +34,8 @@ def order_settle(*, order: Order, actor=None, cause: dict) -> Order:
         order = order_locks.lock_order(order.pk)  # account, then order
         if order.payment_state == PaymentState.SETTLED:
             return order
-        order_services.order_check_settleable(order)
-        # Intents before the offer (lock order).
+        # Intents before the offer (lock order). A cancelled order is refused by
+        # order_mark_settled below, and the closing is undone with the transaction.
         payment_services.payment_intents_close_for_order(
             order=order,
             reason="order_settled",

@@ -151,18 +151,7 @@ def ticket_detail(request, ticket_id):
     extensions = list(selectors.extensions_of(ticket=ticket))
     for extension in extensions:
         # After "I have paid" on its instructions, paying from the balance says the risk.
-        declared = (
-            payment_selectors.extension_declared_unverified(extension=extension)
-            if extension.status == "offered"
-            else []
-        )
-        extension.declared_warning = (
-            services.DeclaredExtensionPaymentPending(
-                extension=extension, declared=declared
-            ).message
-            if declared
-            else ""
-        )
+        extension.declared_warning = services.extension_declared_warning(extension)
     return render(
         request,
         "support/detail.html",

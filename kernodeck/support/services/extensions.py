@@ -199,6 +199,17 @@ class DeclaredExtensionPaymentPending(Conflict):
         self.declared = declared
 
 
+def extension_declared_warning(extension: Extension) -> str:
+    """What paying an offer from the balance must say first while its crypto instructions
+    are declared paid and still watched ("" otherwise)."""
+    if extension.status != ExtensionStatus.OFFERED:
+        return ""
+    declared = payment_selectors.extension_declared_unverified(extension=extension)
+    if not declared:
+        return ""
+    return DeclaredExtensionPaymentPending(extension=extension, declared=declared).message
+
+
 def extension_pay_with_balance(*, extension: Extension, actor, confirm: bool = False) -> Extension:
     """Pay an offer from the available balance and apply it, in one transaction.
 
