@@ -4,6 +4,7 @@ import pytest
 from django.core.cache import cache
 
 from kernodeck.core import clock
+from tests import databases
 
 # The fixtures through which a test reaches the database (pytest-django refuses database
 # access to every other test).
@@ -37,6 +38,38 @@ def pytest_collection_modifyitems(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(request, django_test_environment, django_db_blocker, tmp_path_factory):
+    """The database migrated once per run and copied to each xdist worker (tests/databases.py);
+    pytest-django's own set-up without xdist or with --reuse-db."""
+    from django.test.utils import setup_databases, teardown_databases
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker or request.config.getvalue("reuse_db"):
+        keep = bool(request.config.getvalue("reuse_db"))
+        with django_db_blocker.unblock():
+            created = setup_databases(
+                verbosity=0, interactive=False, keepdb=keep, aliases={"default"}
+            )
+        yield
+        if not keep:
+            with django_db_blocker.unblock():
+                teardown_databases(created, verbosity=0)
+        return
+    shared = tmp_path_factory.getbasetemp().parent  # the run's folder, above each worker's
+    with django_db_blocker.unblock():
+        original = databases.set_up(worker=worker, shared=shared)
+    yield
+    with django_db_blocker.unblock():
+        databases.tear_down(original=original)
+
+
+def pytest_sessionfinish(session):
+    """The controller of an xdist run drops the PostgreSQL template its workers made."""
+    if not hasattr(session.config, "workerinput") and hasattr(session.config, "_tmp_path_factory"):
+        databases.drop_template(session.config._tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(autouse=True)
