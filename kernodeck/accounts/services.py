@@ -17,7 +17,7 @@ from kernodeck.accounts import throttle
 from kernodeck.accounts.models import ApiToken, Session, SshKey, User, normalize_email
 from kernodeck.accounts.ssh_keys import parse_public_key
 from kernodeck.core import clock
-from kernodeck.core.errors import Conflict, InvalidInput, NotFound, Throttled
+from kernodeck.core.errors import Conflict, InvalidInput, NotFound, Throttled, Unauthenticated
 from kernodeck.core.inputs import MAX_EMAIL_LENGTH
 from kernodeck.core.services import audit_record
 
@@ -141,7 +141,7 @@ def account_authenticate(*, email: str, password: str, ip_address: str, request=
             data={"email": email[:254]},
             ip_address=ip_address,
         )
-        raise InvalidInput(signin_failed_message())
+        raise Unauthenticated(signin_failed_message())
 
     throttle.reset("signin_account", email)
     throttle.refund("signin_ip", ip_address)

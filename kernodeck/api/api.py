@@ -15,7 +15,7 @@ from kernodeck.accounts.api import TokenAuth
 from kernodeck.accounts.api import keys_router as ssh_keys_router
 from kernodeck.accounts.api import router as accounts_router
 from kernodeck.catalog.api import router as catalog_router
-from kernodeck.core.errors import InvalidInput, ServiceError, Throttled
+from kernodeck.core.errors import InvalidInput, ServiceError, Throttled, Unauthenticated
 from kernodeck.core.middleware import too_large
 from kernodeck.ledger.api import router as ledger_router
 from kernodeck.orders.api import router as orders_router
@@ -53,6 +53,10 @@ ERRORS = {
 # once the rental has dates).
 READS_WITH_CONFLICT = {("get", "/api/v1/orders/{reference}/calendar.ics")}
 
+# Operations without a token that check an email and password instead: a wrong pair is a
+# 401 (the same words as the sign-in page), with its own description in the document.
+CREDENTIAL_CHECKS = {("post", "/api/v1/auth/token"): "The email or the password is not correct."}
+
 
 def _possible_errors(path: str, method: str, operation: dict) -> list[int]:
     """The error statuses an operation can answer, from what it takes and does."""
@@ -63,6 +67,8 @@ def _possible_errors(path: str, method: str, operation: dict) -> list[int]:
         codes += [400, 422]
     if operation.get("security"):
         codes += [401, 403]
+    if (method, path) in CREDENTIAL_CHECKS:
+        codes.append(401)
     if "{" in path:
         codes.append(404)
     codes.append(503)  # any operation: the database may drop for a moment
@@ -104,7 +110,9 @@ class KernodeckAPI(NinjaAPI):
                     responses.setdefault(
                         code,
                         {
-                            "description": ERRORS[code],
+                            "description": CREDENTIAL_CHECKS[(method, path)]
+                            if code == 401 and (method, path) in CREDENTIAL_CHECKS
+                            else ERRORS[code],
                             "content": {"application/json": {"schema": error_ref}},
                         },
                     )
@@ -177,6 +185,9 @@ def on_throttled(request, exc):
 def on_service_error(request, exc):
     if isinstance(exc, InvalidInput) and exc.field:
         return _detail(request, f"{exc.field}: {exc.message}", exc.status)
+    if isinstance(exc, Unauthenticated):
+        # A 401 names its scheme (RFC 9110): the token that a right pair would give.
+        return _detail(request, exc.message, exc.status, {"WWW-Authenticate": "Bearer"})
     return _detail(request, exc.message, exc.status)
 
 

@@ -18,6 +18,12 @@ class InvalidInput(ServiceError):
     status = 422
 
 
+class Unauthenticated(ServiceError):
+    """Credentials that do not match an account (a wrong email or password)."""
+
+    status = 401
+
+
 class NotAllowed(ServiceError):
     status = 403
 

@@ -109,5 +109,5 @@ def test_concurrent_wrong_passwords_from_one_address_get_at_most_the_limit(setti
 
     statuses = _race(attempt)
 
-    assert statuses == [422] * 5 + [429] * (RACERS - 5)
+    assert statuses == [401] * 5 + [429] * (RACERS - 5)
     assert counter.calls == 5

@@ -72,14 +72,22 @@ def test_token_exchange_returns_a_working_token(client):
     assert ApiToken.objects.get(user=user).prefix == raw[:10]
 
 
-def test_token_exchange_with_a_wrong_password_answers_422_and_creates_nothing(client):
+def test_token_exchange_with_a_wrong_password_answers_401_and_creates_nothing(client):
     make_user(email="ada@example.org")
 
     response = post(client, "/auth/token", {"email": "ada@example.org", "password": "nope nope"})
 
-    assert response.status_code == 422
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Bearer"
     assert response.json() == {"detail": "The email or the password is not correct."}
     assert not ApiToken.objects.exists()
+
+
+def test_token_exchange_for_an_unknown_email_answers_the_same_401(client):
+    response = post(client, "/auth/token", {"email": "nobody@example.org", "password": "x" * 20})
+
+    assert response.status_code == 401
+    assert response.json() == {"detail": "The email or the password is not correct."}
 
 
 def test_token_exchange_is_throttled_like_the_web(client, settings):

@@ -24,6 +24,9 @@ def test_error_answers_are_listed_where_they_can_happen(document):
     assert {"409", "422", "429"} <= _responses(document, "/auth/register", "post")
     assert {"401", "404"} <= _responses(document, "/payments/{intent_id}", "get")
     assert "401" not in _responses(document, "/offers", "get")
+    assert "401" not in _responses(document, "/auth/register", "post")
+    token = document["paths"]["/api/v1/auth/token"]["post"]["responses"]
+    assert token["401"]["description"] == "The email or the password is not correct."
     assert document["components"]["schemas"]["Error"]["required"] == ["detail"]
 
 
