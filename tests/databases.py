@@ -87,27 +87,35 @@ def tear_down(*, original: str) -> None:
     connection = connections["default"]
     if connection.vendor == "sqlite":
         return  # an in-memory database goes with its process
-    connection.creation.destroy_test_db(old_database_name=original, verbosity=0)
+    copy = connection.settings_dict["NAME"]
+    connection.close()
+    # WITH (FORCE): a thread of a race test may still hold a connection to the copy.
+    _drop_postgres_database(copy)
+    _set_name(connection, original)
 
 
 def drop_template(shared: Path) -> None:
     """At the end of the run (controller): drop the PostgreSQL template the workers made.
-    The controller never opened Django's connection (and pytest-django blocks it there), so
-    this is one psycopg connection to the server's `postgres` database."""
+    The controller never opened Django's connection (and pytest-django blocks it there)."""
     done = shared / TEMPLATE_DONE
     if not done.exists():
         return
-    database = settings.DATABASES["default"]
-    if database["ENGINE"] == "django.db.backends.postgresql":
-        with psycopg.connect(
-            host=database["HOST"],
-            port=database["PORT"] or 5432,
-            user=database["USER"],
-            password=database["PASSWORD"] or None,
-            dbname="postgres",
-            autocommit=True,
-        ) as server:
-            server.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(done.read_text()))
-            )
+    if settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        _drop_postgres_database(done.read_text())
     done.unlink()
+
+
+def _drop_postgres_database(name: str) -> None:
+    """One psycopg connection to the server's `postgres` database, outside Django's."""
+    database = settings.DATABASES["default"]
+    with psycopg.connect(
+        host=database["HOST"],
+        port=database["PORT"] or 5432,
+        user=database["USER"],
+        password=database["PASSWORD"] or None,
+        dbname="postgres",
+        autocommit=True,
+    ) as server:
+        server.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
