@@ -2,6 +2,7 @@ import os
 
 import pytest
 from django.core.cache import cache
+from django.test.utils import setup_databases, teardown_databases
 
 from kernodeck.core import clock
 from tests import databases
@@ -41,11 +42,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(request, django_test_environment, django_db_blocker, tmp_path_factory):
+def django_db_setup(
+    request,
+    django_test_environment,
+    django_db_blocker,
+    django_db_modify_db_settings,  # pytest-django's per-worker names, for --reuse-db
+    tmp_path_factory,
+):
     """The database migrated once per run and copied to each xdist worker (tests/databases.py);
-    pytest-django's own set-up without xdist or with --reuse-db."""
-    from django.test.utils import setup_databases, teardown_databases
-
+    Django's plain set-up without xdist or with --reuse-db."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if not worker or request.config.getvalue("reuse_db"):
         keep = bool(request.config.getvalue("reuse_db"))
@@ -67,7 +72,9 @@ def django_db_setup(request, django_test_environment, django_db_blocker, tmp_pat
 
 
 def pytest_sessionfinish(session):
-    """The controller of an xdist run drops the PostgreSQL template its workers made."""
+    """The controller of an xdist run drops the PostgreSQL template its workers made (its
+    base temporary folder, as pytest's tmp_path_factory fixture reads it, is the workers'
+    shared one)."""
     if not hasattr(session.config, "workerinput") and hasattr(session.config, "_tmp_path_factory"):
         databases.drop_template(session.config._tmp_path_factory.getbasetemp())
 

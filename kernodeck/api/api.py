@@ -110,9 +110,8 @@ class KernodeckAPI(NinjaAPI):
                     responses.setdefault(
                         code,
                         {
-                            "description": CREDENTIAL_CHECKS[(method, path)]
-                            if code == 401 and (method, path) in CREDENTIAL_CHECKS
-                            else ERRORS[code],
+                            "description": (code == 401 and CREDENTIAL_CHECKS.get((method, path)))
+                            or ERRORS[code],
                             "content": {"application/json": {"schema": error_ref}},
                         },
                     )
