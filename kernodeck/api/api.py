@@ -15,6 +15,7 @@ from kernodeck.accounts.api import TokenAuth
 from kernodeck.accounts.api import keys_router as ssh_keys_router
 from kernodeck.accounts.api import router as accounts_router
 from kernodeck.catalog.api import router as catalog_router
+from kernodeck.core import idempotency
 from kernodeck.core.errors import InvalidInput, ServiceError, Throttled, Unauthenticated
 from kernodeck.core.middleware import too_large
 from kernodeck.ledger.api import router as ledger_router
@@ -105,6 +106,8 @@ class KernodeckAPI(NinjaAPI):
         error_ref = {"$ref": "#/components/schemas/Error"}
         for path, operations in schema["paths"].items():
             for method, operation in operations.items():
+                if operation.pop("x-idempotent", False):
+                    operation.setdefault("parameters", []).append(idempotency.OPENAPI_PARAMETER)
                 responses = operation.setdefault("responses", {})
                 for code in _possible_errors(path, method, operation):
                     responses.setdefault(
@@ -234,6 +237,12 @@ def on_database_unavailable(request, exc):
         logger.debug("closing the dropped connection failed", exc_info=True)
     if request.method in {"GET", "HEAD", "OPTIONS"}:
         message = "The database is unavailable for a moment; nothing was changed. Try again."
+    elif getattr(request, "idempotency_key", None):
+        # The whole write ran in the key's transaction, which the drop rolled back.
+        message = (
+            "The database connection dropped before this was saved, so nothing was changed. "
+            f"Send it again with the same {idempotency.HEADER}."
+        )
     else:
         message = (
             "The database connection dropped while answering, so we could not confirm "

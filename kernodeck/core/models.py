@@ -37,3 +37,34 @@ class AuditEvent(models.Model):
     def __str__(self):
         when = f"{self.created_at:%Y-%m-%d %H:%M:%S}"
         return f"{when} {self.action} {self.target_type}:{self.target_id}"
+
+
+class IdempotentAnswer(models.Model):
+    """The first successful answer to an API money write sent with an `Idempotency-Key`.
+
+    The row is inserted at the start of the write's own transaction and filled with the
+    answer before it commits (`core.idempotency`): both exist, or neither does. A retry with
+    the same key and the same request gets this answer again instead of a second write.
+    """
+
+    scope = models.CharField(
+        max_length=64, help_text=_("SHA-256 of the credential the key belongs to.")
+    )
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(
+        max_length=64, help_text=_("SHA-256 of the method, path and body of the request.")
+    )
+    status = models.PositiveSmallIntegerField(default=0)
+    content_type = models.CharField(max_length=100, blank=True)
+    body = models.BinaryField(default=bytes)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        verbose_name = _("idempotent answer")
+        verbose_name_plural = _("idempotent answers")
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "key"], name="idempotency_key_once_per_scope")
+        ]
+
+    def __str__(self):
+        return f"{self.key} → {self.status}"

@@ -3,10 +3,12 @@
 from datetime import datetime
 
 from ninja import Field, Router, Schema, Status
+from ninja.decorators import decorate_view
 from ninja.pagination import paginate
 from pydantic import StrictBool, field_validator
 from pydantic_core import PydanticCustomError
 
+from kernodeck.core import idempotency
 from kernodeck.core.money import usd_str
 from kernodeck.ledger import selectors, services
 from kernodeck.ledger.models import TOPUP_AMOUNTS
@@ -93,7 +95,12 @@ def balance(request):
     }
 
 
-@router.post("/topups", response={201: TopUpOut})
+@router.post(
+    "/topups",
+    response={201: TopUpOut},
+    openapi_extra=idempotency.OPENAPI,
+)
+@decorate_view(idempotency.idempotent)
 def topup_create(request, payload: TopUpIn):
     """A top-up of exactly 100, 500, 2000 or 10000 USD, with its payment instructions."""
     topup, _intent = settlement_topups.topup_create(
@@ -110,8 +117,11 @@ def topup_list(request):
 
 
 @router.post(
-    "/orders/{reference}/pay-with-balance", response={200: OrderOut, 409: InsufficientOut}
+    "/orders/{reference}/pay-with-balance",
+    response={200: OrderOut, 409: InsufficientOut},
+    openapi_extra=idempotency.OPENAPI,
 )
+@decorate_view(idempotency.idempotent)
 def pay_with_balance(request, reference: str, payload: PayWithBalanceIn | None = None):
     """Charge the whole total to the available balance and settle the order (once).
 

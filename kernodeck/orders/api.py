@@ -5,9 +5,11 @@ from datetime import datetime
 
 from django.http import HttpResponse
 from ninja import Query, Router, Schema, Status
+from ninja.decorators import decorate_view
 from ninja.responses import NinjaJSONEncoder
 
 from kernodeck.catalog.api import QuoteIn
+from kernodeck.core import idempotency
 from kernodeck.core.money import usd_str
 from kernodeck.core.pagination import BoundedLimitOffsetPagination
 from kernodeck.orders import selectors, services
@@ -103,7 +105,12 @@ def order_detail_out(order) -> dict:
     )
 
 
-@router.post("/orders", response={201: OrderOut})
+@router.post(
+    "/orders",
+    response={201: OrderOut},
+    openapi_extra=idempotency.OPENAPI,
+)
+@decorate_view(idempotency.idempotent)
 def order_create(request, payload: QuoteIn):
     """Register an order for a configuration; its units are held while it awaits payment."""
     order = services.order_register(owner=request.auth, **payload.dict())

@@ -3,7 +3,9 @@
 from datetime import datetime
 
 from ninja import Field, Router, Schema, Status
+from ninja.decorators import decorate_view
 
+from kernodeck.core import idempotency
 from kernodeck.core.money import usd_str
 from kernodeck.payments import selectors, services, uris
 from kernodeck.payments.methods import METHODS
@@ -107,7 +109,12 @@ def payment_methods(request):
     ]
 
 
-@router.post("/orders/{reference}/payments", response={201: IntentOut})
+@router.post(
+    "/orders/{reference}/payments",
+    response={201: IntentOut},
+    openapi_extra=idempotency.OPENAPI,
+)
+@decorate_view(idempotency.idempotent)
 def order_pay(request, reference: str, payload: PayIn):
     """New payment instructions for an order (409 if it already has live ones)."""
     intent = services.payment_intent_create_for_reference(

@@ -4,7 +4,9 @@ from datetime import datetime
 from typing import Any
 
 from ninja import Router, Schema, Status
+from ninja.decorators import decorate_view
 
+from kernodeck.core import idempotency
 from kernodeck.core.errors import NotFound
 from kernodeck.core.money import usd_str
 from kernodeck.ledger.api import PayWithBalanceIn
@@ -145,7 +147,12 @@ def _offer(request, ticket_id):
     return ticket, extension
 
 
-@router.post("/tickets/{ticket_id}/extension/pay-with-balance", response=TicketOut)
+@router.post(
+    "/tickets/{ticket_id}/extension/pay-with-balance",
+    response=TicketOut,
+    openapi_extra=idempotency.OPENAPI,
+)
+@decorate_view(idempotency.idempotent)
 def extension_pay_with_balance(request, ticket_id: str, payload: PayWithBalanceIn | None = None):
     """Pay the ticket's extension offer from the balance; the rental's end moves at once.
 
@@ -159,7 +166,12 @@ def extension_pay_with_balance(request, ticket_id: str, payload: PayWithBalanceI
     return ticket_out(ticket)
 
 
-@router.post("/tickets/{ticket_id}/extension/payments", response={201: IntentOut})
+@router.post(
+    "/tickets/{ticket_id}/extension/payments",
+    response={201: IntentOut},
+    openapi_extra=idempotency.OPENAPI,
+)
+@decorate_view(idempotency.idempotent)
 def extension_pay(request, ticket_id: str, payload: PayIn):
     """Crypto instructions for the ticket's extension offer."""
     _ticket, extension = _offer(request, ticket_id)
