@@ -14,7 +14,6 @@ from kernodeck.orders.models import Order, PaymentState
 from kernodeck.payments.models import PaymentIntent
 from tests.factories import make_offer, make_order, make_user
 from tests.ledger.helpers import funded_account
-from tests.payments.conftest import configured, fresh_rates  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
 
@@ -91,9 +90,7 @@ def test_keys_belong_to_the_credential_that_sent_them(configured, fresh_rates):
 
 
 @pytest.mark.parametrize("key", ["", "has space", "x" * 256, "clé", "tab\there", "١٢٣"])
-def test_a_key_that_is_not_visible_ascii_is_a_422_and_writes_nothing(
-    configured, fresh_rates, key
-):
+def test_a_key_that_is_not_visible_ascii_is_a_422_and_writes_nothing(configured, fresh_rates, key):
     api = bearer()
 
     response = post(api, "/topups", TOPUP, key=key)

@@ -17,7 +17,6 @@ from tests.api.test_database_dropped import _terminate_our_backend
 from tests.api.test_idempotency import TOPUP, bearer, post
 from tests.factories import make_offer, make_order, make_user
 from tests.ledger.helpers import funded_account
-from tests.payments.conftest import configured, fresh_rates  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
