@@ -9,6 +9,7 @@ from ninja.security import HttpBearer
 from kernodeck.accounts import selectors, services
 from kernodeck.core.inputs import MAX_EMAIL_LENGTH
 from kernodeck.core.requests import client_ip
+from kernodeck.core.schemas import InputSchema
 
 
 class TokenAuth(HttpBearer):
@@ -24,10 +25,10 @@ class TokenAuth(HttpBearer):
 router = Router(tags=["auth"])
 
 
-class RegisterIn(Schema):
+class RegisterIn(InputSchema):
     first_name: str = Field(min_length=1, max_length=150)
     last_name: str = Field(min_length=1, max_length=150)
-    email: str = Field(max_length=MAX_EMAIL_LENGTH)
+    email: str = Field(max_length=MAX_EMAIL_LENGTH, json_schema_extra={"format": "email"})
     password: str = Field(
         max_length=1024, description="15 to 128 characters; checked with the rule's words."
     )
@@ -38,7 +39,7 @@ class RegisterOut(Schema):
     email: str
 
 
-class TokenIn(Schema):
+class TokenIn(InputSchema):
     email: str = Field(max_length=1024)
     password: str = Field(max_length=1024)
 
@@ -83,7 +84,7 @@ def me(request):
 keys_router = Router(tags=["ssh keys"])
 
 
-class SshKeyIn(Schema):
+class SshKeyIn(InputSchema):
     public_key: str
     name: str = ""
 

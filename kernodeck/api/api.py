@@ -3,6 +3,8 @@
 Every error answers {"detail": "<words a person understands>"} with a fitting status.
 """
 
+import functools
+import inspect
 import logging
 
 from django.core.exceptions import RequestDataTooBig
@@ -87,6 +89,36 @@ def _carries_secrets(request) -> bool:
     return "HTTP_AUTHORIZATION" in request.META or request.path.startswith("/api/v1/auth/")
 
 
+# No text the API takes may hold a NUL byte (core/inputs.py refuses it before any view):
+# the document says so on every string and property name of its inputs.
+NO_NUL = "^[^\\u0000]*$"
+
+
+def _say_no_nul(node, components: dict, seen: set) -> None:
+    """Add `NO_NUL` to every string (and every object's property names) under `node`,
+    following `$ref`s into the components once each."""
+    if isinstance(node, list):
+        for item in node:
+            _say_no_nul(item, components, seen)
+        return
+    if not isinstance(node, dict):
+        return
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        if name not in seen and name in components:
+            seen.add(name)
+            _say_no_nul(components[name], components, seen)
+        return
+    if node.get("type") == "string" and not {"pattern", "enum", "const", "format"} & set(node):
+        node["pattern"] = NO_NUL
+    if node.get("type") == "object" or isinstance(node.get("properties"), dict):
+        node.setdefault("propertyNames", {"pattern": NO_NUL})
+    for value in node.values():
+        if isinstance(value, dict | list):
+            _say_no_nul(value, components, seen)
+
+
 class KernodeckAPI(NinjaAPI):
     """NinjaAPI whose document lists the error answers every operation can give, and whose
     answers to authenticated requests say `Cache-Control: no-store`."""
@@ -104,10 +136,13 @@ class KernodeckAPI(NinjaAPI):
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         components["Error"] = ErrorOut.model_json_schema()
         error_ref = {"$ref": "#/components/schemas/Error"}
+        inputs: set[str] = set()  # the components that inputs use, marked once
         for path, operations in schema["paths"].items():
             for method, operation in operations.items():
                 if operation.pop("x-idempotent", False):
                     operation.setdefault("parameters", []).append(idempotency.OPENAPI_PARAMETER)
+                _say_no_nul(operation.get("parameters"), components, inputs)
+                _say_no_nul(operation.get("requestBody"), components, inputs)
                 responses = operation.setdefault("responses", {})
                 for code in _possible_errors(path, method, operation):
                     responses.setdefault(
@@ -133,6 +168,35 @@ api = KernodeckAPI(
     auth=TokenAuth(),
     urls_namespace="api",
 )
+
+
+def refuse_unknown_query(run):
+    """A query parameter the operation does not take is a 422 naming it (`?stat=queued`
+    would otherwise list everything), as an unknown body field is (core/schemas.py)."""
+    operation = inspect.unwrap(run).__self__
+    known = {
+        name
+        for model in operation.models
+        if model.__ninja_param_source__ == "query"
+        for name in model.__ninja_flatten_map__
+    }
+
+    @functools.wraps(run)
+    def wrapper(request, *args, **kwargs):
+        unknown = sorted(set(request.GET) - known)
+        if unknown:
+            takes = ", ".join(sorted(known)) or "none"
+            return _detail(
+                request,
+                f"{unknown[0]}: this operation takes no such query parameter (it takes: {takes}).",
+                422,
+            )
+        return run(request, *args, **kwargs)
+
+    return wrapper
+
+
+api.add_decorator(refuse_unknown_query, mode="view")
 api.add_router("/auth", accounts_router)
 api.add_router("/", catalog_router)
 api.add_router("/", orders_router)

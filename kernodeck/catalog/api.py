@@ -11,6 +11,7 @@ from pydantic import StrictInt, TypeAdapter
 from kernodeck.catalog import caching, selectors
 from kernodeck.catalog.models import DURATIONS, MAX_UNITS, MIN_UNITS, Preparation
 from kernodeck.core.money import usd_str
+from kernodeck.core.schemas import InputSchema
 from kernodeck.orders import selectors as order_selectors
 
 router = Router(tags=["catalog"])
@@ -28,7 +29,7 @@ class OfferOut(Schema):
     preparations: list[str]
 
 
-class QuoteIn(Schema):
+class QuoteIn(InputSchema):
     """A configuration. Limits are documented here and checked by the quote itself, so the
     API refuses with the very words the configurator shows (422 naming the field)."""
 

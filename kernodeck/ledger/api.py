@@ -10,6 +10,7 @@ from pydantic_core import PydanticCustomError
 
 from kernodeck.core import idempotency
 from kernodeck.core.money import usd_str
+from kernodeck.core.schemas import InputSchema
 from kernodeck.ledger import selectors, services
 from kernodeck.ledger.models import TOPUP_AMOUNTS
 from kernodeck.orders import selectors as order_selectors
@@ -28,7 +29,7 @@ class BalanceOut(Schema):
     pending_topups_usd: str
 
 
-class TopUpIn(Schema):
+class TopUpIn(InputSchema):
     amount_usd: str = Field(
         description="Exactly one of the top-up amounts, in USD.",
         json_schema_extra={"enum": [str(amount) for amount in TOPUP_AMOUNTS]},
@@ -71,7 +72,7 @@ class TopUpOut(Schema):
         return intent_out(intent) if intent else None
 
 
-class PayWithBalanceIn(Schema):
+class PayWithBalanceIn(InputSchema):
     # Strict: only JSON true confirms paying after "I have paid", not "yes" or 1.
     confirm: StrictBool = False
 

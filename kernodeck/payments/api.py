@@ -7,6 +7,7 @@ from ninja.decorators import decorate_view
 
 from kernodeck.core import idempotency
 from kernodeck.core.money import usd_str
+from kernodeck.core.schemas import InputSchema
 from kernodeck.payments import selectors, services, uris
 from kernodeck.payments.methods import METHODS
 
@@ -87,7 +88,7 @@ def intent_out(intent) -> dict:
     }
 
 
-class PayIn(Schema):
+class PayIn(InputSchema):
     method: str = Field(
         description="A payment method's code (GET /payment-methods).",
         json_schema_extra={"enum": [spec.code for spec in METHODS]},

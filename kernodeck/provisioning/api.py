@@ -10,11 +10,12 @@ from typing import Annotated, Literal
 
 from django.utils.translation import gettext as _
 from ninja import Router, Schema, Status
-from pydantic import AfterValidator, Field, StrictInt
+from pydantic import AfterValidator, Field, StrictInt, WithJsonSchema
 
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.core.errors import InvalidInput, NotAllowed
 from kernodeck.core.requests import client_ip
+from kernodeck.core.schemas import InputSchema
 from kernodeck.orders.models import RentalState
 from kernodeck.provisioning import node_health, selectors, services
 from kernodeck.provisioning.drivers.ssh import fingerprint
@@ -92,7 +93,12 @@ def rental_out(order) -> dict:
 
 
 @router.get("/rentals", response=list[RentalOut])
-def rentals(request, state: str = ""):
+def rentals(
+    request,
+    state: Annotated[
+        str, WithJsonSchema({"type": "string", "enum": ["", *RentalState.values]})
+    ] = "",
+):
     """Rentals to work on, oldest waiting first: queued, preparing and failed by default."""
     _operator(request)
     if state and state not in RentalState.values:
@@ -104,7 +110,7 @@ def rentals(request, state: str = ""):
     return [rental_out(order) for order in selectors.rentals_for_desk(state=state)[:500]]
 
 
-class ReasonIn(Schema):
+class ReasonIn(InputSchema):
     reason: Text(2000) = ""
     new_slots: bool = False
 
@@ -132,7 +138,7 @@ ACTIONS = {
 }
 
 
-class DeliverIn(Schema):
+class DeliverIn(InputSchema):
     host: Text(253)
     port: StrictInt  # a JSON number: "22" is refused, as the document says
     user: Text(64)
@@ -210,7 +216,7 @@ class NodeOut(Schema):
         return fingerprint(obj.host_key) if obj.host_key else ""
 
 
-class NodeIn(Schema):
+class NodeIn(InputSchema):
     name: Text(64)
     offer: Text(64)
     gpu_count: int
@@ -221,7 +227,7 @@ class NodeIn(Schema):
     notes: Text(10_000) = ""
 
 
-class NodeStateIn(Schema):
+class NodeStateIn(InputSchema):
     state: Literal["available", "draining", "maintenance", "retired"]
     reason: Text(300)
 
@@ -251,7 +257,7 @@ def node_state(request, name: str, payload: NodeStateIn):
     return selectors.nodes_with_slots().get(pk=node.pk)
 
 
-class HostKeyIn(Schema):
+class HostKeyIn(InputSchema):
     offered: Text(1000)
 
 
@@ -264,7 +270,7 @@ def node_host_key_accept(request, name: str, payload: HostKeyIn):
     return selectors.nodes_with_slots().get(pk=node.pk)
 
 
-class NodeSshIn(Schema):
+class NodeSshIn(InputSchema):
     retention_hours: int = 0
     agent_dir: Text(200) = "/var/lib/kernodeck"
     torch_index_url: Text(300) = ""

@@ -5,9 +5,12 @@ from typing import Annotated, Literal
 
 from django.template.loader import render_to_string
 from ninja import Field, Router, Schema
+from pydantic import ConfigDict
 
+from kernodeck.core.schemas import InputSchema
 from kernodeck.sizing import estimator
 from kernodeck.sizing.charts import build_chart
+from kernodeck.sizing.presets import PRESETS
 from kernodeck.sizing.selectors import architecture_from_input, sizing_report
 from kernodeck.sizing.wording import (
     assumptions_in_words,
@@ -25,7 +28,7 @@ def _count(maximum: int):
     return Annotated[int, Field(strict=True, ge=1, le=maximum)]
 
 
-class ArchitectureIn(Schema):
+class ArchitectureIn(InputSchema):
     layers: _count(1024)
     hidden_size: _count(131_072)
     intermediate_size: _count(1_048_576)
@@ -41,8 +44,25 @@ class ArchitectureIn(Schema):
     position_embeddings: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] = 0
 
 
-class SizingIn(Schema):
-    preset: Annotated[str, Field(max_length=40)] | None = None
+class SizingIn(InputSchema):
+    # Exactly one of `preset` and `architecture` (the estimator refuses none or both).
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["preset"],
+                    "properties": {"preset": {"type": "string"}, "architecture": {"type": "null"}},
+                },
+                {
+                    "required": ["architecture"],
+                    "properties": {"architecture": {"type": "object"}, "preset": {"type": "null"}},
+                },
+            ]
+        }
+    )
+    preset: (
+        Annotated[str, Field(max_length=40, json_schema_extra={"enum": list(PRESETS)})] | None
+    ) = None
     architecture: ArchitectureIn | None = None
     mode: Literal["inference", "training"] = "inference"
     precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "bf16"

@@ -3,28 +3,30 @@
 from datetime import datetime
 from typing import Any
 
-from ninja import Router, Schema, Status
+from ninja import Field, Router, Schema, Status
 from ninja.decorators import decorate_view
 
 from kernodeck.core import idempotency
 from kernodeck.core.errors import NotFound
 from kernodeck.core.money import usd_str
+from kernodeck.core.schemas import InputSchema
 from kernodeck.ledger.api import PayWithBalanceIn
 from kernodeck.payments.api import IntentOut, PayIn, intent_out
 from kernodeck.support import selectors, services
+from kernodeck.support.models import Kind
 
 router = Router(tags=["support"])
 
 
-class TicketIn(Schema):
-    kind: str
+class TicketIn(InputSchema):
+    kind: str = Field(json_schema_extra={"enum": list(Kind.values)})
     order: str | None = None
     subject: str
     body: str
     fields: dict[str, Any] | None = None
 
 
-class MessageIn(Schema):
+class MessageIn(InputSchema):
     body: str
 
 
