@@ -248,3 +248,44 @@ def test_a_decision_written_before_the_reason_was_copied_reads_it_from_the_payme
     entry = selectors.order_timeline(order=intent.order)[-1]
 
     assert entry["detail"] == "old reason"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_decision_on_an_extension_payment_reaches_the_rentals_order(demo_mode):
+    pytest.importorskip("kernodeck.provisioning.services")
+    from kernodeck.support import services as support_services
+    from tests.support.helpers import active_rental, in_days, make_agent
+
+    order = active_rental()
+    ticket = support_services.ticket_create(
+        owner=order.owner,
+        kind="extension",
+        order=order.reference,
+        subject="Three more days",
+        body="The run needs longer.",
+        fields={"extra_days": "3", "deadline": in_days(2).date().isoformat()},
+    )
+    extension = support_services.extension_offer(
+        extension=ticket.extensions.get(),
+        days=3,
+        price_usd=None,
+        valid_until=in_days(2),
+        actor=make_agent(),
+    )
+    intent = support_services.extension_payment_create(
+        extension=extension, method_code="btc-bitcoin", actor=order.owner
+    )
+    support_services.extension_decline(extension=extension, reason="withdrawn", actor=make_agent())
+    pay_topup(intent)  # confirmed, for an offer withdrawn: a case for an operator
+
+    allocation.review_credit_balance(
+        intent_id=intent.pk, actor=make_user(staff=True), reason="Kept for you as balance."
+    )
+
+    with translation.override("en"):
+        entry = selectors.order_timeline(order=order)[-1]
+    assert entry["label"].startswith(
+        "Extension payment credited to your balance after review (the extension is not paid "
+        "by it). 100.00 USD credited to your balance."
+    )
+    assert entry["detail"] == "Kept for you as balance."
