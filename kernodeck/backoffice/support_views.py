@@ -121,7 +121,7 @@ def ticket_case(request, ticket_id):
             "extensions": selectors.extensions_of(ticket=ticket),
             "extension": extension,
             "order": order,
-            "timeline": order_selectors.order_timeline(order=order) if order else [],
+            "timeline": order_selectors.order_timeline(order=order, staff=True) if order else [],
             "intents": payment_selectors.intents_for_order(order=order) if order else [],
             "reply_form": reply_form,
             "status_form": status_form,

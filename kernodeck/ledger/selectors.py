@@ -4,7 +4,7 @@ from django.db.models import Sum
 
 from kernodeck.core import clock
 from kernodeck.core.errors import NotFound
-from kernodeck.ledger.models import LedgerEntry, TopUp, TopUpStatus
+from kernodeck.ledger.models import EntryKind, LedgerEntry, TopUp, TopUpStatus
 from kernodeck.orders.selectors import intents_prefetch
 
 
@@ -87,3 +87,14 @@ def entry_cause(entry) -> str:
     if entry.intent_id:
         return f"payment {entry.intent_id}"
     return "support"
+
+
+def order_refund(*, order):
+    """The refund of an order to its owner's balance (its one refund entry), or None."""
+    return (
+        LedgerEntry.objects.filter(
+            account_id=order.owner_id, order=order, kind=EntryKind.REFUND_CREDIT
+        )
+        .order_by("sequence")
+        .first()
+    )

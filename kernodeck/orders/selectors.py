@@ -1,13 +1,13 @@
 from django.db.models import Prefetch
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import ngettext
 
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.catalog.quotes import Quote, quote
 from kernodeck.core.errors import Conflict, NotFound
 from kernodeck.core.selectors import audit_events_for
-from kernodeck.orders import capacity
-from kernodeck.orders.models import Order, PaymentState, RentalState
+from kernodeck.orders import capacity, timeline
+from kernodeck.orders.models import Order, PaymentState
 
 
 def intents_prefetch(model) -> Prefetch:
@@ -105,43 +105,8 @@ def order_get_for_owner(
     return order
 
 
-TIMELINE_LABELS = {
-    "order.registered": gettext_lazy("Order registered"),
-    "order.cancelled": gettext_lazy("Order cancelled"),
-    "order.settled": gettext_lazy("Payment settled"),
-    "order.rental_state_changed": gettext_lazy("Rental state changed"),
-    "order.rental_allocated": gettext_lazy("GPUs allocated"),
-    "order.rental_extended": gettext_lazy("Rental extended"),
-    "order.hold_extended": gettext_lazy("Unit hold extended"),
-    "order.payment_instructions_created": gettext_lazy("Payment instructions created"),
-    "order.payment_declared": gettext_lazy("Payment declared (“I have paid”)"),
-    "order.payment_abandoned": gettext_lazy("Payment instructions abandoned"),
-    # Support (tickets and extensions about the order).
-    "order.ticket_opened": gettext_lazy("Support ticket opened"),
-    "order.extension_offered": gettext_lazy("Extension offered by support"),
-    "order.extension_declined": gettext_lazy("Extension declined by support"),
-    "order.extension_payment_created": gettext_lazy("Payment instructions for the extension"),
-}
-
-
-def _timeline_label(event) -> str:
-    if event.action == "order.rental_state_changed" and event.after.get("rental_state"):
-        state = event.after["rental_state"]
-        label = RentalState(state).label if state in RentalState.values else state
-        return _("Rental: %(state)s") % {"state": label}
-    return str(TIMELINE_LABELS.get(event.action, event.action))
-
-
-def order_timeline(*, order: Order):
-    """Every audit event of the order, oldest first, with a label a customer reads."""
+def order_timeline(*, order: Order, staff: bool = False):
+    """The audit events of the order, oldest first, in words a customer reads
+    (orders/timeline.py); with the operators' bookkeeping too when `staff`."""
     events = audit_events_for(target_type="orders.order", target_id=order.pk)
-    return [
-        {
-            "at": event.created_at,
-            "action": event.action,
-            "label": _timeline_label(event),
-            "by_customer": event.actor_id == order.owner_id,
-            "data": event.after or event.data,
-        }
-        for event in events
-    ]
+    return timeline.timeline_entries(order=order, events=events, staff=staff)

@@ -58,12 +58,23 @@ def review_resolve(intent, *, resolution, actor, reason, details: dict):
         actor=actor,
         after={"resolution": resolution, "reason": reason, **details},
     )
-    if intent.order_id:
+    # The order's timeline shows the decision and its reason (the review form says so);
+    # an extension's payment is decided on its rental's order.
+    order = intent.order if intent.order_id else None
+    if order is None and intent.extension_id:
+        order = intent.extension.order
+    if order is not None:
         audit_record(
             action="order.payment_reviewed",
-            target=intent.order,
+            target=order,
             actor=actor,
-            after={"payment": str(intent.pk), "resolution": resolution, **details},
+            after={
+                "payment": str(intent.pk),
+                "purpose": intent.purpose,
+                "resolution": resolution,
+                "reason": reason,
+                **details,
+            },
         )
 
 

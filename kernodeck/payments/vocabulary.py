@@ -71,3 +71,51 @@ def intent_state(intent) -> IntentState:
     key = intent_state_key(intent)
     label, tone = STATES[key]
     return IntentState(key=key, label=str(label), tone=tone)
+
+
+# What the money did, once it counted or was decided, by the payment's purpose: an order is
+# settled, a top-up credits the balance, an extension moves the rental's end. Said once
+# here, so no page tells an extension's payer that their balance was credited.
+OUTCOMES = {
+    ("order", "settled"): _("Your order is settled."),
+    ("topup", "settled"): _("Your balance is credited."),
+    ("extension", "settled"): _("The extension is applied: your rental's end has moved."),
+    ("order", "credited"): _(
+        "The amount received is credited to your balance; the order is not paid by it."
+    ),
+    ("topup", "credited"): _("The amount received is credited to your balance."),
+    ("extension", "credited"): _(
+        "The amount received is credited to your balance; the extension is not paid by it."
+    ),
+    ("order", "refunded"): _(
+        "The money was sent back to you outside Kernodeck; the order is not paid by it."
+    ),
+    ("topup", "refunded"): _(
+        "The money was sent back to you outside Kernodeck; nothing is credited to your balance."
+    ),
+    ("extension", "refunded"): _(
+        "The money was sent back to you outside Kernodeck; the extension is not paid by it."
+    ),
+}
+EXTENSION_NEW_END = _("The extension is applied: your rental now ends on %(end)s UTC.")
+
+OUTCOME_OF_STATE = {
+    "decided_settled": "settled",
+    "allocated": "settled",
+    "decided_credited": "credited",
+    "decided_refunded": "refunded",
+}
+
+
+def intent_outcome(intent) -> str:
+    """What this payment's money did, in words for its purpose; "" while nothing is done."""
+    outcome = OUTCOME_OF_STATE.get(intent_state_key(intent))
+    if outcome is None:
+        return ""
+    if outcome == "settled" and intent.purpose == "extension":
+        extension = intent.extension
+        if extension is not None and extension.new_ends_at:
+            return str(EXTENSION_NEW_END) % {
+                "end": extension.new_ends_at.strftime("%Y-%m-%d %H:%M")
+            }
+    return str(OUTCOMES[(intent.purpose, outcome)])

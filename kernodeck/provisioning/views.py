@@ -116,7 +116,7 @@ def rental(request, reference):
             "allocation": selectors.allocation_of(order),
             "keys": selectors.ssh_key_fingerprints(order),
             "deliveries": order.deliveries.select_related("created_by").order_by("-created_at"),
-            "timeline": order_selectors.order_timeline(order=order),
+            "timeline": order_selectors.order_timeline(order=order, staff=True),
             "can_view_access": request.user.has_perms([OPERATE, VIEW_ACCESS]),
             "waiting": selectors.waiting_seconds(order),
             "steps": node_health.rental_steps(order),

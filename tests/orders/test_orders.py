@@ -169,10 +169,9 @@ def test_confirmation_registers_the_order_and_opens_its_file(client):
     assert order.reference in page
     assert "420.00 USD" in page
     assert "The rental has not started." in page
-    dates_help = (
-        reverse("support:new") + f"?kind=other&amp;order={order.reference}&amp;topic=dates"
-    )
-    assert f'not set yet — <a href="{dates_help}">ask support</a> if you need it' in page
+    # Not paid yet: its dates come with access, after payment (no "ask support").
+    assert "when access is delivered, after payment" in page
+    assert "topic=dates" not in page
     assert "Order registered" in page
 
 

@@ -2,6 +2,7 @@ from django import template
 from django.utils.html import format_html
 
 from kernodeck.orders.models import PaymentState, RentalState
+from kernodeck.orders.timeline import rental_refunded, rental_state_label
 
 register = template.Library()
 
@@ -30,8 +31,9 @@ def payment_badge(order):
 
 @register.simple_tag
 def rental_badge(order):
+    """The rental's state; a rental that ended without ever starting reads "Refunded"."""
     return format_html(
         '<span class="badge {}">{}</span>',
-        TONES.get(order.rental_state, ""),
-        order.get_rental_state_display(),
+        "info" if rental_refunded(order) else TONES.get(order.rental_state, ""),
+        rental_state_label(order),
     )

@@ -1,6 +1,7 @@
 from django import template
 from django.utils.html import format_html
 
+from kernodeck.payments import vocabulary
 from kernodeck.payments.vocabulary import intent_state
 
 register = template.Library()
@@ -18,3 +19,9 @@ def intent_badge(intent):
 @register.filter
 def intent_state_key(intent):
     return intent_state(intent).key
+
+
+@register.filter
+def intent_outcome(intent):
+    """What the payment's money did, for its purpose (vocabulary.OUTCOMES)."""
+    return vocabulary.intent_outcome(intent)

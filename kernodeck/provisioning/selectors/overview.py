@@ -6,6 +6,7 @@ what an end not yet confirmed by its machine says (`END_BEING_APPLIED`).
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -13,7 +14,9 @@ from django.utils.translation import gettext_lazy
 from kernodeck.accounts.models import SshKey
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict
+from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.orders.models import Order, RentalState
+from kernodeck.orders.timeline import REFUNDED, rental_refunded
 from kernodeck.provisioning.models import Allocation
 from kernodeck.provisioning.selectors.access import AccessView, access_for_owner
 
@@ -95,8 +98,17 @@ def _ics_escape(text: str) -> str:
 class Stage:
     key: str
     label: str
-    status: str  # done | current | todo | problem
+    status: str  # done | current | todo | problem | skipped | refunded
     at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Refund:
+    """A rental refunded to the balance, as the ledger holds it: how much, why, when."""
+
+    amount_usd: Decimal
+    reason: str
+    at: datetime
 
 
 @dataclass(frozen=True)
@@ -108,9 +120,37 @@ class RentalOverview:
     needs_ssh_key: bool
     seconds_left: int | None
     reason: str
+    refund: Refund | None = None
 
 
-def _stages(order: Order) -> list[Stage]:
+def rental_refund_of(order: Order) -> Refund | None:
+    """The rental's refund, read from the ledger; only an ended rental has one."""
+    if order.rental_state != RentalState.ENDED:
+        return None
+    entry = ledger_selectors.order_refund(order=order)
+    if entry is None:
+        return None
+    return Refund(amount_usd=entry.amount_usd, reason=entry.memo, at=entry.created_at)
+
+
+def _refunded_stages(order: Order, refund: Refund | None) -> list[Stage]:
+    """A rental refunded before it started: paid, never prepared nor delivered, refunded."""
+    return [
+        Stage("payment", _("Payment"), "done", order.settled_at),
+        Stage("preparation", _("Preparation"), "skipped"),
+        Stage("access", _("Access"), "skipped"),
+        Stage(
+            "refund",
+            str(REFUNDED),
+            "refunded",
+            refund.at if refund else order.rental_state_changed_at,
+        ),
+    ]
+
+
+def _stages(order: Order, refund: Refund | None = None) -> list[Stage]:
+    if refund is not None or rental_refunded(order):
+        return _refunded_stages(order, refund)
     state = order.rental_state
     settled = order.payment_state == "settled"
     delivered = order.starts_at is not None
@@ -154,20 +194,24 @@ def rental_overview(*, order: Order) -> RentalOverview:
     if order.ends_at and order.rental_state in {RentalState.ACTIVE, RentalState.SUSPENDED}:
         seconds_left = max(0, int((order.ends_at - clock.now()).total_seconds()))
     settled = order.payment_state == "settled"
+    refund = rental_refund_of(order)
     return RentalOverview(
-        stages=_stages(order),
+        stages=_stages(order, refund),
         access=access_for_owner(order=order),
         needs_ssh_key=settled
         and order.rental_state != RentalState.ENDED
         and not SshKey.objects.filter(user_id=order.owner_id).exists(),
         seconds_left=seconds_left,
         reason=rental_overview_reason(order=order),
+        refund=refund,
     )
 
 
 def rental_overview_reason(*, order: Order) -> str:
-    """The reason a customer sees: only for a failure, a suspension, or an end that its
-    machine has not confirmed yet."""
+    """The reason a customer sees: only for a failure, a suspension, an end that its
+    machine has not confirmed yet; for a refund, its reason."""
+    if rental_refunded(order):
+        return order.rental_reason
     if order.rental_state == RentalState.ENDED and release_pending(order):
         return str(END_BEING_APPLIED)
     return order.rental_reason if order.rental_state in CUSTOMER_REASON_STATES else ""
