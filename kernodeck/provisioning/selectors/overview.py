@@ -15,7 +15,7 @@ from kernodeck.core import clock
 from kernodeck.core.errors import Conflict
 from kernodeck.orders.models import Order, RentalState
 from kernodeck.provisioning.models import Allocation
-from kernodeck.provisioning.selectors.access import AccessView, access_for_owner
+from kernodeck.provisioning.selectors.access import AccessView, access_for_owner, period_over
 
 END_BEING_APPLIED = gettext_lazy(
     "The rental is over and your access has been withdrawn; the end is being applied on "
@@ -108,6 +108,9 @@ class RentalOverview:
     needs_ssh_key: bool
     seconds_left: int | None
     reason: str
+    # The period is past while the state still says active or suspended (the end is
+    # being applied): access is withdrawn from the page already.
+    period_over: bool = False
 
 
 def _stages(order: Order) -> list[Stage]:
@@ -162,6 +165,8 @@ def rental_overview(*, order: Order) -> RentalOverview:
         and not SshKey.objects.filter(user_id=order.owner_id).exists(),
         seconds_left=seconds_left,
         reason=rental_overview_reason(order=order),
+        period_over=order.rental_state in {RentalState.ACTIVE, RentalState.SUSPENDED}
+        and period_over(order),
     )
 
 
