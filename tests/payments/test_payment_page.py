@@ -1,0 +1,56 @@
+"""The payment page as its customer reads it: what the status poll changes once the payment
+is decided, the wallet link, the declared page's support link, abandoned instructions."""
+
+import pytest
+from django.urls import reverse
+
+from kernodeck.payments import services
+from kernodeck.payments.models import IntentStatus, PaymentIntent
+from tests.factories import make_offer, make_order
+
+pytestmark = pytest.mark.django_db
+
+EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
+OOB = 'id="pay-expiry" hx-swap-oob="true" hidden'
+
+
+def instructions(method="btc-bitcoin"):
+    offer = make_offer(prices={3: "100.00", 7: "210.00", 30: "800.00"}, units_total=50)
+    order = make_order(offer=offer)
+    return services.payment_intent_create_for_order(
+        order=order, method_code=method, actor=order.owner
+    )
+
+
+def status_fragment(client, intent):
+    return client.get(reverse("payments:status", args=[intent.pk]), **EN).content.decode()
+
+
+# -- 7: the countdown goes once the payment is decided -----------------------------------
+
+
+def test_the_status_poll_takes_the_countdown_away_once_the_payment_is_decided(
+    client, configured, fresh_rates
+):
+    intent = instructions()
+    client.force_login(intent.order.owner)
+    page = client.get(reverse("payments:detail", args=[intent.pk]), **EN).content.decode()
+    assert 'id="pay-expiry"' in page and 'id="countdown"' in page
+    assert OOB not in status_fragment(client, intent)  # still payable: the countdown stays
+
+    PaymentIntent.objects.filter(pk=intent.pk).update(status=IntentStatus.ALLOCATED)
+
+    fragment = status_fragment(client, intent)
+    assert "Confirmed and allocated" in fragment
+    assert OOB in fragment
+    assert 'id="countdown"' not in fragment
+
+
+def test_a_page_loaded_after_the_decision_has_no_countdown_and_no_stray_swap(
+    client, configured, fresh_rates
+):
+    intent = instructions()
+    PaymentIntent.objects.filter(pk=intent.pk).update(status=IntentStatus.ALLOCATED)
+    client.force_login(intent.order.owner)
+    page = client.get(reverse("payments:detail", args=[intent.pk]), **EN).content.decode()
+    assert 'id="countdown"' not in page and "hx-swap-oob" not in page
