@@ -2,6 +2,7 @@
 is decided, the wallet link, the declared page's support link, abandoned instructions."""
 
 import pytest
+from django.utils.html import escape
 from django.urls import reverse
 
 from kernodeck.payments import services
@@ -44,6 +45,8 @@ def test_the_status_poll_takes_the_countdown_away_once_the_payment_is_decided(
     assert "Confirmed and allocated" in fragment
     assert OOB in fragment
     assert 'id="countdown"' not in fragment
+    # nor does the wallet link stay to invite a second transfer
+    assert 'id="wallet-link" hx-swap-oob="true" hidden' in fragment
 
 
 def test_a_page_loaded_after_the_decision_has_no_countdown_and_no_stray_swap(
@@ -54,3 +57,44 @@ def test_a_page_loaded_after_the_decision_has_no_countdown_and_no_stray_swap(
     client.force_login(intent.order.owner)
     page = client.get(reverse("payments:detail", args=[intent.pk]), **EN).content.decode()
     assert 'id="countdown"' not in page and "hx-swap-oob" not in page
+
+
+# -- 8: the payment URI as a link, for a phone that cannot scan its own screen -----------
+
+
+@pytest.mark.parametrize(
+    ("method", "scheme"),
+    [
+        ("btc-bitcoin", "bitcoin:"),
+        ("ltc-litecoin", "litecoin:"),
+        ("eth-ethereum", "ethereum:"),
+        ("usdc-ethereum", "ethereum:"),
+        ("sol-solana", "solana:"),
+    ],
+)
+def test_open_in_wallet_links_the_same_uri_as_the_qr_code(
+    client, configured, fresh_rates, method, scheme
+):
+    intent = instructions(method)
+    client.force_login(intent.order.owner)
+    page = client.get(reverse("payments:detail", args=[intent.pk]), **EN).content.decode()
+    href = escape(intent.uri)
+    assert intent.uri.startswith(scheme)
+    assert f'<a class="button" id="open-wallet" href="{href}">Open in wallet</a>' in page
+
+
+@pytest.mark.parametrize("method", ["usdt-tron", "trx-tron"])
+def test_tron_has_no_payment_uri_so_no_wallet_link(client, configured, fresh_rates, method):
+    intent = instructions(method)
+    client.force_login(intent.order.owner)
+    page = client.get(reverse("payments:detail", args=[intent.pk]), **EN).content.decode()
+    assert 'id="open-wallet"' not in page
+    assert "The QR code holds the address only" in page
+
+
+def test_no_wallet_link_once_the_instructions_cannot_be_paid(client, configured, fresh_rates):
+    intent = instructions()
+    services.payment_intent_abandon(intent=intent, actor=intent.order.owner)
+    client.force_login(intent.order.owner)
+    page = client.get(reverse("payments:detail", args=[intent.pk]), **EN).content.decode()
+    assert 'id="open-wallet"' not in page and "bitcoin:" not in page
