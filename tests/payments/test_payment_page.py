@@ -2,8 +2,8 @@
 is decided, the wallet link, the declared page's support link, abandoned instructions."""
 
 import pytest
-from django.utils.html import escape
 from django.urls import reverse
+from django.utils.html import escape
 
 from kernodeck.payments import services
 from kernodeck.payments.models import IntentStatus, PaymentIntent
