@@ -4,6 +4,7 @@ is decided, the wallet link, the declared page's support link, abandoned instruc
 import pytest
 from django.urls import reverse
 from django.utils.html import escape
+from django.utils.http import urlencode
 
 from kernodeck.payments import services
 from kernodeck.payments.models import IntentStatus, PaymentIntent
@@ -98,3 +99,42 @@ def test_no_wallet_link_once_the_instructions_cannot_be_paid(client, configured,
     client.force_login(intent.order.owner)
     page = client.get(reverse("payments:detail", args=[intent.pk]), **EN).content.decode()
     assert 'id="open-wallet"' not in page and "bitcoin:" not in page
+
+
+# -- 12: after "I have paid", the way to support instead of a second transfer -------------
+
+
+def test_the_declared_page_links_a_support_ticket_about_its_order(client, configured, fresh_rates):
+    intent = instructions()
+    order = intent.order
+    client.force_login(order.owner)
+    client.post(reverse("payments:declare", args=[intent.pk]))
+
+    page = client.get(reverse("payments:detail", args=[intent.pk]), **EN).content.decode()
+    fragment = status_fragment(client, intent)
+
+    query = urlencode(
+        {
+            "kind": "payment",
+            "order": order.reference,
+            "payment": intent.pk,
+            "topic": "double-payment",
+        }
+    )
+    link = f'<a href="{escape(reverse("support:new") + "?" + query)}">open a support ticket</a>'
+    for html in (page, fragment):
+        assert "Do not send a second one." in html
+        assert link in html
+        assert order.reference in html
+    form = client.get(reverse("support:new") + "?" + query, **EN).content.decode()
+    assert order.reference in form and "I already sent a transfer" in form
+
+
+def test_the_support_link_is_in_spanish_by_default(client, configured, fresh_rates):
+    intent = instructions()
+    client.force_login(intent.order.owner)
+    client.post(reverse("payments:declare", args=[intent.pk]))
+    fragment = client.get(
+        reverse("payments:status", args=[intent.pk]), HTTP_ACCEPT_LANGUAGE="es"
+    ).content.decode()
+    assert "abre una consulta al soporte</a> sobre el pedido" in fragment
