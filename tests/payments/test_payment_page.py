@@ -1,12 +1,17 @@
 """The payment page as its customer reads it: what the status poll changes once the payment
 is decided, the wallet link, the declared page's support link, abandoned instructions."""
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.http import urlencode
 
-from kernodeck.payments import services
+from kernodeck.core import clock
+from kernodeck.orders.models import Order, PaymentState
+from kernodeck.payments import services, vocabulary, watching
+from kernodeck.payments.chains.base import ObservedTransfer
 from kernodeck.payments.models import IntentStatus, PaymentIntent
 from tests.factories import make_offer, make_order
 
@@ -138,3 +143,111 @@ def test_the_support_link_is_in_spanish_by_default(client, configured, fresh_rat
         reverse("payments:status", args=[intent.pk]), HTTP_ACCEPT_LANGUAGE="es"
     ).content.decode()
     assert "abre una consulta al soporte</a> sobre el pedido" in fragment
+
+
+# -- 13: abandoned and expired instructions say past times and the truth ------------------
+
+
+def test_abandoned_instructions_show_when_they_were_abandoned_and_no_address_or_amount(
+    client, configured, fresh_rates
+):
+    intent = instructions("usdt-tron")
+    clock.freeze(intent.created_at + timedelta(minutes=5))
+    services.payment_intent_abandon(intent=intent, actor=intent.order.owner)
+    intent.refresh_from_db()
+    client.force_login(intent.order.owner)
+
+    page = client.get(reverse("payments:detail", args=[intent.pk]), **EN).content.decode()
+
+    assert f"{intent.abandoned_at:%Y-%m-%d %H:%M} UTC" in page
+    assert f"{intent.expires_at:%Y-%m-%d %H:%M}" not in page.split('id="funds-note"')[0]
+    assert "<dt>Expired</dt>" not in page  # the expiry is still to come: no "Expired <future>"
+    assert "<dt>Abandoned</dt>" in page
+    assert intent.address not in page
+    assert "209.96" not in page and str(intent.amount_units) not in page
+    assert "The address and the amount are no longer shown" in page
+    note = (
+        f"This address is still watched until {intent.monitor_until:%Y-%m-%d %H:%M} UTC. "
+        f"An exact payment arriving there before {intent.expires_at:%Y-%m-%d %H:%M} UTC still "
+        "settles the order by itself"
+    )
+    assert note in page
+    assert "found and reviewed" not in page
+
+
+def test_what_the_abandoned_page_says_is_what_the_watcher_does(configured, fresh_rates):
+    """An exact payment to abandoned instructions, before their expiry, settles the order."""
+    intent = instructions("usdt-tron")
+    services.payment_intent_abandon(intent=intent, actor=intent.order.owner)
+    intent.refresh_from_db()
+
+    watching.transfer_record(
+        ObservedTransfer(
+            network=intent.chain,
+            txid="ab" * 32,
+            index=0,
+            address=intent.address,
+            asset=intent.method.asset,
+            amount_base=intent.amount_units,
+            confirmations=30,
+        ),
+        intent=intent,
+    )
+    watching.payment_intent_reconcile(intent_id=intent.pk)
+
+    intent.refresh_from_db()
+    assert intent.status == IntentStatus.ALLOCATED
+    assert Order.objects.get(pk=intent.order_id).payment_state == PaymentState.SETTLED
+
+
+def test_expired_instructions_show_the_past_expiry_and_say_late_money_is_reviewed(
+    client, configured, fresh_rates
+):
+    intent = instructions()
+    clock.freeze(intent.expires_at + timedelta(minutes=3))
+    watching.payment_intents_expire()
+    client.force_login(intent.order.owner)
+
+    page = client.get(reverse("payments:detail", args=[intent.pk]), **EN).content.decode()
+
+    assert f"<dt>Expired</dt><dd>{intent.expires_at:%Y-%m-%d %H:%M} UTC</dd>" in page
+    assert intent.address not in page
+    assert "Nothing arrived in time." in page
+    assert "Money arriving there now comes after the expiry and goes to review" in page
+    assert "settles the order by itself" not in page
+
+
+def test_abandoned_then_expired_shows_both_past_times(client, configured, fresh_rates):
+    intent = instructions()
+    services.payment_intent_abandon(intent=intent, actor=intent.order.owner)
+    intent.refresh_from_db()
+    clock.freeze(intent.expires_at + timedelta(minutes=1))
+    client.force_login(intent.order.owner)
+
+    page = client.get(reverse("payments:detail", args=[intent.pk]), **EN).content.decode()
+
+    assert f"<dt>Abandoned</dt><dd>{intent.abandoned_at:%Y-%m-%d %H:%M} UTC</dd>" in page
+    assert f"<dt>Expired</dt><dd>{intent.expires_at:%Y-%m-%d %H:%M} UTC</dd>" in page
+    assert "comes after the expiry and goes to review" in page
+
+
+def test_no_funds_note_once_the_address_is_no_longer_watched(client, configured, fresh_rates):
+    intent = instructions()
+    services.payment_intent_abandon(intent=intent, actor=intent.order.owner)
+    intent.refresh_from_db()
+    clock.freeze(intent.monitor_until + timedelta(minutes=1))
+    assert vocabulary.funds_sent_note(intent) == ""
+    client.force_login(intent.order.owner)
+    page = client.get(reverse("payments:detail", args=[intent.pk]), **EN).content.decode()
+    assert "still watched" not in page and "Abandoned." in page
+
+
+def test_the_abandoned_note_is_in_spanish_by_default(client, configured, fresh_rates):
+    intent = instructions()
+    services.payment_intent_abandon(intent=intent, actor=intent.order.owner)
+    client.force_login(intent.order.owner)
+    page = client.get(
+        reverse("payments:detail", args=[intent.pk]), HTTP_ACCEPT_LANGUAGE="es"
+    ).content.decode()
+    assert "sigue liquidando el pedido por sí solo" in page
+    assert "<dt>Abandonado</dt>" in page and "<dt>Caducado</dt>" not in page
