@@ -7,5 +7,6 @@ urlpatterns = [
     path("", views.order_list, name="list"),
     path("new/", views.new, name="new"),
     path("<str:reference>/", views.detail, name="detail"),
+    path("<str:reference>/state/", views.state, name="state"),
     path("<str:reference>/cancel/", views.cancel, name="cancel"),
 ]

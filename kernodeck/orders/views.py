@@ -1,7 +1,9 @@
+import hashlib
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
@@ -15,6 +17,7 @@ from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.notifications import selectors as notification_selectors
 from kernodeck.orders import selectors, services
 from kernodeck.payments import selectors as payment_selectors
+from kernodeck.payments.vocabulary import intent_state_key
 from kernodeck.provisioning import selectors as provisioning_selectors
 from kernodeck.settlement import orders as settlement_orders
 
@@ -82,6 +85,7 @@ def detail(request, reference):
     order = _owned_order(request, reference)
     intents = list(payment_selectors.intents_for_order(order=order))
     live = payment_selectors.live_intent(intents)
+    rental = provisioning_selectors.rental_overview(order=order)
     return render(
         request,
         "orders/detail.html",
@@ -96,7 +100,8 @@ def detail(request, reference):
             "reminder_banner": notification_selectors.rental_reminder_banner(
                 order=order, viewer=request.user
             ),
-            "rental": provisioning_selectors.rental_overview(order=order),
+            "rental": rental,
+            "follow": _follow(order, intents, rental),
         },
     )
 
@@ -129,3 +134,41 @@ def cancel(request, reference):
             "cancel_url": reverse("orders:detail", args=[order.reference]),
         },
     )
+
+
+ORDER_POLL_SECONDS = 10
+
+
+def _follow(order, intents, rental) -> dict:
+    """What the order file polls to follow by itself: a digest of everything its page
+    shows that can change without the customer (settlement, preparation, access, the end),
+    and whether anything can still change (not once cancelled or ended and released)."""
+    parts = [
+        order.payment_state,
+        order.rental_state,
+        order.starts_at,
+        order.ends_at,
+        [stage.status for stage in rental.stages],
+        rental.access is not None,
+        rental.needs_ssh_key,
+        rental.reason,
+        [(str(intent.pk), intent_state_key(intent)) for intent in intents],
+    ]
+    digest = hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+    over = order.payment_state == "cancelled" or rental.stages[-1].status == "done"
+    return {"state": digest, "active": not over, "seconds": ORDER_POLL_SECONDS}
+
+
+@never_cache
+@login_required
+def state(request, reference):
+    """Polled by the order file (htmx): 204 while nothing changed, else HX-Refresh so the
+    page reloads itself with the new state (and without access once the rental ended)."""
+    order = _owned_order(request, reference)
+    intents = list(payment_selectors.intents_for_order(order=order))
+    follow = _follow(order, intents, provisioning_selectors.rental_overview(order=order))
+    if request.GET.get("seen") == follow["state"]:
+        return HttpResponse(status=204)
+    response = HttpResponse(status=200)
+    response["HX-Refresh"] = "true"
+    return response

@@ -71,7 +71,7 @@ def detail(request, intent_id):
 def status(request, intent_id):
     """The status block alone, polled by htmx so the page follows without a reload."""
     intent = _owned_intent(request, intent_id)
-    return render(request, "payments/_status.html", _intent_context(intent))
+    return render(request, "payments/_status.html", _intent_context(intent) | {"polled": True})
 
 
 @login_required

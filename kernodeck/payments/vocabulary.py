@@ -9,9 +9,12 @@ warn (your move), bad (needs an operator or do not send), muted (over, nothing c
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from kernodeck.core import clock
 from kernodeck.payments.models import IntentStatus, Resolution
 
 REVIEW_STATUSES = (IntentStatus.UNDERPAID, IntentStatus.OVERPAID, IntentStatus.LATE)
@@ -119,3 +122,67 @@ def intent_outcome(intent) -> str:
                 "end": extension.new_ends_at.strftime("%Y-%m-%d %H:%M")
             }
     return str(OUTCOMES[(intent.purpose, outcome)])
+
+
+# What money sent to instructions that can no longer be paid does, by what they pay for.
+# The watchers keep counting the address until `monitor_until`: an exact payment arriving
+# before the expiry still pays, even after "abandon" (nothing refuses it); anything else
+# goes to an operator.
+STILL_PAYS = {
+    "order": _(
+        "This address is still watched until %(until)s UTC. An exact payment arriving there "
+        "before %(expiry)s UTC still settles the order by itself; any other amount, or a later "
+        "one, goes to review by an operator. Nothing sent is lost."
+    ),
+    "extension": _(
+        "This address is still watched until %(until)s UTC. An exact payment arriving there "
+        "before %(expiry)s UTC still pays the extension offer by itself; any other amount, or "
+        "a later one, goes to review by an operator. Nothing sent is lost."
+    ),
+    "topup": _(
+        "This address is still watched until %(until)s UTC. An exact payment arriving there "
+        "before %(expiry)s UTC still credits your balance by itself; any other amount, or a "
+        "later one, goes to review by an operator. Nothing sent is lost."
+    ),
+}
+ARRIVES_LATE = _(
+    "This address is still watched until %(until)s UTC. Money arriving there now comes after "
+    "the expiry and goes to review by an operator; it is not lost."
+)
+
+
+def _utc(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def funds_sent_note(intent, *, now: datetime | None = None) -> str:
+    """What money sent now to abandoned or expired instructions does, truthfully.
+
+    "" while they are still payable (their page says how to pay), once closed (their page
+    says do not send) or no longer watched, and once something arrived (the status says)."""
+    now = now or clock.now()
+    if intent.closed_at or intent.monitor_until <= now:
+        return ""
+    if intent.status not in (IntentStatus.PENDING, IntentStatus.EXPIRED):
+        return ""
+    if intent.expires_at > now:
+        if not intent.abandoned_at:
+            return ""
+        purpose = "order" if intent.order_id else "extension" if intent.extension_id else "topup"
+        return gettext(str(STILL_PAYS[purpose])) % {
+            "until": _utc(intent.monitor_until),
+            "expiry": _utc(intent.expires_at),
+        }
+    return gettext(str(ARRIVES_LATE)) % {"until": _utc(intent.monitor_until)}
+
+
+def ended_rows(intent, *, now: datetime | None = None) -> list[tuple[str, datetime]]:
+    """When unpayable instructions stopped being payable, as past times only: abandoned on,
+    expired on (never an expiry still to come)."""
+    now = now or clock.now()
+    rows = []
+    if intent.abandoned_at:
+        rows.append((str(STATES["abandoned"][0]), intent.abandoned_at))
+    if intent.expires_at <= now:
+        rows.append((str(STATES["expired"][0]), intent.expires_at))
+    return rows

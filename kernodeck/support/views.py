@@ -1,9 +1,12 @@
 """Customer pages of support: my tickets, the guided forms, a thread, extension offers."""
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -11,12 +14,14 @@ from django.views.decorators.http import require_POST
 
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error
+from kernodeck.core.money import money
+from kernodeck.core.references import with_reference
 from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.payments import selectors as payment_selectors
 from kernodeck.support import selectors, services
 from kernodeck.support.forms import ReplyForm, TicketForm
-from kernodeck.support.models import Kind
+from kernodeck.support.models import ExtensionStatus, Kind
 
 PREVIEW_FIELDS = (
     "subject",
@@ -202,16 +207,62 @@ def _owned_extension(request, ticket_id, extension_id):
     return ticket, extension
 
 
+def _extension_pay_confirm(request, ticket, extension, *, warning=""):
+    """The confirm step of paying an offer from the balance, as an order's: the days, the
+    new end, the amount and what remains after; with the risk of paying twice if declared."""
+    available = ledger_selectors.balance_available(account=request.user)
+    ends = extension.order.ends_at
+    figures = [(_("Extra days"), str(extension.days))]
+    if ends:
+        figures += [
+            (_("Current end"), f"{ends:%Y-%m-%d %H:%M} UTC"),
+            (_("New end"), f"{ends + timedelta(days=extension.days):%Y-%m-%d %H:%M} UTC"),
+        ]
+    figures += [
+        (_("Amount to pay"), money(extension.price_usd)),
+        (_("Available balance now"), money(available)),
+        (_("Balance left afterwards"), money(available - extension.price_usd)),
+    ]
+    hidden = {"confirm": "yes"}
+    if warning:
+        hidden["declared_seen"] = "yes"
+    title = _("Pay the extension of order %(reference)s from your balance?")
+    return render(
+        request,
+        "confirm.html",
+        {
+            "title": title % {"reference": extension.order.reference},
+            "heading": with_reference(title, reference=extension.order.reference),
+            "figures": figures,
+            "warning": warning,
+            "confirm_label": _("Pay %(amount)s from the balance")
+            % {"amount": money(extension.price_usd)},
+            "confirm_safe": not warning,
+            "cancel_label": _("Back to the ticket, pay nothing"),
+            "cancel_url": reverse("support:detail", args=[ticket.pk]),
+            "hidden": hidden,
+        },
+    )
+
+
 @login_required
 @require_POST
 def extension_pay_with_balance(request, ticket_id, extension_id):
+    """Pay an offer from the balance, always after a confirm step showing the figures (the
+    ticket's button only opens it; its form posts confirm=yes)."""
     ticket, extension = _owned_extension(request, ticket_id, extension_id)
+    if request.POST.get("confirm") != "yes" and extension.status == ExtensionStatus.OFFERED:
+        warning = services.extension_declared_warning(extension)
+        return _extension_pay_confirm(request, ticket, extension, warning=warning)
     try:
         extension = services.extension_pay_with_balance(
             extension=extension,
             actor=request.user,
             confirm=request.POST.get("declared_seen") == "yes",
         )
+    except services.DeclaredExtensionPaymentPending as exc:
+        # Declared after the step was shown: show it again, with the risk this time.
+        return _extension_pay_confirm(request, ticket, extension, warning=exc.message)
     except ServiceError as exc:
         messages.error(request, exc.message)
     else:

@@ -143,6 +143,10 @@ def test_extension_requested_offered_paid_and_shown_in_the_tracking(live_server,
     shoot(customer, "support-extension-offer")
     customer.get_by_role("button", name="Pay 210.00 USD from my balance").click()
     new_end = ends + timedelta(days=7)
+    # A confirm step first, as for an order: the new end and what the balance keeps.
+    figures = customer.locator("#confirm-figures").inner_text()
+    assert f"{new_end:%Y-%m-%d %H:%M} UTC" in figures and "40.00 USD" in figures
+    customer.get_by_role("button", name="Pay 210.00 USD from the balance").click()
     customer.get_by_text(f"the rental now ends on {new_end:%Y-%m-%d %H:%M} UTC").first.wait_for()
     customer.goto(f"{live_server.url}/orders/{order.reference}/")
     assert f"{new_end:%Y-%m-%d %H:%M} UTC" in customer.locator("#rental").inner_text()

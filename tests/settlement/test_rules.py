@@ -17,6 +17,7 @@ from kernodeck.payments import services as payment_services
 from kernodeck.payments.models import PaymentIntent, Resolution
 from kernodeck.settlement import topups as settlement_topups
 from kernodeck.support import services as support_services
+from kernodeck.support.models import Extension
 from tests.factories import api_post, make_user
 from tests.ledger.helpers import pay_topup
 from tests.settlement.test_audit_trail import offered
@@ -143,10 +144,11 @@ def test_paying_an_offer_from_the_balance_after_i_have_paid_asks_then_closes_its
     ).content.decode()
     assert "You said you already sent a payment for this extension offer" in page
     assert 'name="declared_seen" value="yes"' in page
-    paid = client.post(
-        reverse("support:extension_pay_with_balance", args=[extension.ticket_id, extension.pk]),
-        {"declared_seen": "yes"},
-    )
+    url = reverse("support:extension_pay_with_balance", args=[extension.ticket_id, extension.pk])
+    step = client.post(url, {"declared_seen": "yes"}, HTTP_ACCEPT_LANGUAGE="en")
+    assert "You said you already sent a payment for this extension offer" in step.content.decode()
+    assert Extension.objects.get(pk=extension.pk).status == "offered"
+    paid = client.post(url, {"confirm": "yes", "declared_seen": "yes"})
 
     assert paid.status_code == 302
     extension.refresh_from_db()

@@ -281,9 +281,11 @@ def test_web_flow_staff_offer_then_customer_pays(client):
     page = client.get(reverse("support:detail", args=[ticket.pk])).content.decode()
     assert "Pay 210.00 USD from my balance" in page
     extension = ticket.extensions.get()
-    response = client.post(
-        reverse("support:extension_pay_with_balance", args=[ticket.pk, extension.pk])
-    )
+    url = reverse("support:extension_pay_with_balance", args=[ticket.pk, extension.pk])
+    step = client.post(url, HTTP_ACCEPT_LANGUAGE="en")  # the button opens the confirm step
+    assert step.status_code == 200
+    assert Extension.objects.get(pk=extension.pk).status == "offered"
+    response = client.post(url, {"confirm": "yes"})
     assert response.status_code == 302
     order.refresh_from_db()
     page = client.get(reverse("support:detail", args=[ticket.pk])).content.decode()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
 
+from kernodeck.core import clock
 from kernodeck.orders.models import Order, RentalState
 from kernodeck.provisioning import secrets
 from kernodeck.provisioning.models import Allocation, Delivery
@@ -119,9 +120,16 @@ def _url_port(url: str) -> int | None:
         return None
 
 
+def period_over(order: Order) -> bool:
+    """The rental's period has ended, even if its state has not caught up yet (the clock
+    task ends it a moment later): access is no longer shown from that moment."""
+    return order.ends_at is not None and order.ends_at <= clock.now()
+
+
 def access_for_owner(*, order: Order) -> AccessView | None:
-    """The owner's access while the rental is active; None otherwise (also when ended)."""
-    if order.rental_state != RentalState.ACTIVE:
+    """The owner's access while the rental is active and its period runs; None otherwise
+    (also when ended, or once its end is past before the state says so)."""
+    if order.rental_state != RentalState.ACTIVE or period_over(order):
         return None
     delivery = latest_delivery(order)
     if delivery is None or delivery.revoked_at is not None:
@@ -132,7 +140,11 @@ def access_for_owner(*, order: Order) -> AccessView | None:
 def access_for_owner_by_order(orders) -> dict[int, AccessView | None]:
     """`access_for_owner` of each order of a list, by order id: one query for the latest
     deliveries of the active ones (none when no order is active), not one per order."""
-    active = [order.pk for order in orders if order.rental_state == RentalState.ACTIVE]
+    active = [
+        order.pk
+        for order in orders
+        if order.rental_state == RentalState.ACTIVE and not period_over(order)
+    ]
     latest = {}
     if active:
         deliveries = Delivery.objects.filter(order_id__in=active).order_by("-created_at", "-pk")

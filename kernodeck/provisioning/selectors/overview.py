@@ -18,7 +18,7 @@ from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.orders.models import Order, RentalState
 from kernodeck.orders.timeline import REFUNDED, rental_refunded
 from kernodeck.provisioning.models import Allocation
-from kernodeck.provisioning.selectors.access import AccessView, access_for_owner
+from kernodeck.provisioning.selectors.access import AccessView, access_for_owner, period_over
 
 END_BEING_APPLIED = gettext_lazy(
     "The rental is over and your access has been withdrawn; the end is being applied on "
@@ -121,6 +121,9 @@ class RentalOverview:
     seconds_left: int | None
     reason: str
     refund: Refund | None = None
+    # The period is past while the state still says active or suspended (the end is
+    # being applied): access is withdrawn from the page already.
+    period_over: bool = False
 
 
 def rental_refund_of(order: Order) -> Refund | None:
@@ -204,6 +207,8 @@ def rental_overview(*, order: Order) -> RentalOverview:
         seconds_left=seconds_left,
         reason=rental_overview_reason(order=order),
         refund=refund,
+        period_over=order.rental_state in {RentalState.ACTIVE, RentalState.SUSPENDED}
+        and period_over(order),
     )
 
 

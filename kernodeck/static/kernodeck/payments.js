@@ -1,4 +1,5 @@
-// Payment page: copy buttons and the countdown to expiry. The page works without it.
+// Payment page: copy buttons and the countdown to expiry (it stops once the status poll
+// removes it, when the payment is decided). The page works without it.
 (function () {
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-copy]");
@@ -14,6 +15,7 @@
   if (!countdown) return;
   var expires = Date.parse(countdown.getAttribute("data-expires"));
   function tick() {
+    if (!countdown.isConnected) return; // decided: the status poll took the countdown away
     var left = Math.max(0, Math.floor((expires - Date.now()) / 1000));
     if (left === 0) {
       countdown.textContent = countdown.getAttribute("data-expired-text");
