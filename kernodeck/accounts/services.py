@@ -27,12 +27,13 @@ MAX_SSH_KEYS = 20
 _LANGUAGE_CODES = frozenset(code for code, _name in settings.LANGUAGES)
 
 
-def duplicate_email_message() -> str:
-    # The same words whatever password came with it: the refusal says nothing about the
-    # existing account and never signs anybody in.
+def registration_answer_message() -> str:
+    # The one answer to every accepted registration, new address or not: it says nothing
+    # about whether an account had the address, and nobody is signed in by registering.
     return _(
-        "An account with this email already exists. Sign in instead; if you cannot, "
-        "contact support from that email with the details of the account."
+        "If this address is new, your account is ready: sign in with the password you "
+        "just chose. If it already had an account, sign in with that account's password, "
+        "or use “I can't sign in”."
     )
 
 
@@ -60,9 +61,13 @@ def account_register(
     password: str,
     ip_address: str,
     language: str | None = None,
-) -> User:
-    """Create an account. Refuses a taken email without touching the existing account.
+) -> User | None:
+    """Create an account, or do nothing visible when the address has one already.
 
+    Returns the new account, or None for a taken address — which callers must answer
+    exactly like a new one (`registration_answer_message`): the same page, the same
+    status, nobody signed in, the existing account untouched. The password is checked and
+    hashed in both cases, so the work done does not tell them apart either.
     `language` (the one active while registering) becomes the language of its e-mails.
     """
     # Counted before anything else, so concurrent registrations cannot slip past the limit.
@@ -81,8 +86,6 @@ def account_register(
         validate_email(email)
     except ValidationError:
         raise InvalidInput(_("Enter a valid email address."), field="email") from None
-    if User.objects.filter(email=normalize_email(email)).exists():
-        raise Conflict(duplicate_email_message(), field="email")
 
     candidate = User(email=email, first_name=first_name, last_name=last_name)
     if language in _LANGUAGE_CODES:
@@ -93,6 +96,10 @@ def account_register(
         raise InvalidInput(" ".join(exc.messages), field="password") from None
 
     candidate.set_password(password)
+    existing = User.objects.filter(email=email).first()
+    if existing is not None:
+        _register_taken(existing=existing, ip_address=ip_address)
+        return None
     try:
         with transaction.atomic():
             candidate.save()
@@ -104,9 +111,23 @@ def account_register(
                 ip_address=ip_address,
             )
     except IntegrityError:
-        # Lost a race with a registration of the same address.
-        raise Conflict(duplicate_email_message(), field="email") from None
+        # Lost a race with a registration of the same address: the same answer.
+        existing = User.objects.filter(email=email).first()
+        if existing is not None:
+            _register_taken(existing=existing, ip_address=ip_address)
+        return None
     return candidate
+
+
+def _register_taken(*, existing: User, ip_address: str) -> None:
+    """A registration with an address that has an account: recorded for operators, and
+    nothing else — the account is not touched and the caller answers as for a new one."""
+    audit_record(
+        action="account.register_taken",
+        target=existing,
+        data={"email": existing.email},
+        ip_address=ip_address,
+    )
 
 
 def account_authenticate(*, email: str, password: str, ip_address: str, request=None) -> User:

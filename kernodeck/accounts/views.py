@@ -55,13 +55,15 @@ def language_set(request):
 
 
 def register(request):
+    """New address or not, an accepted registration ends on the sign-in page with one
+    message and signs nobody in: the answer never confirms that an account exists."""
     if request.user.is_authenticated:
         return redirect(_next_url(request, reverse("accounts:account")))
     form = RegistrationForm(request.POST or None)
     status = 200
     if request.method == "POST" and form.is_valid():
         try:
-            user = services.account_register(
+            services.account_register(
                 **form.cleaned_data,
                 ip_address=client_ip(request),
                 language=translation.get_language(),
@@ -70,11 +72,12 @@ def register(request):
             add_service_error(form, exc)
             status = exc.status if isinstance(exc, Throttled) else 200
         else:
-            _sign_in(request, user)
-            messages.success(
-                request, _("Welcome to Kernodeck, %(name)s.") % {"name": user.first_name}
-            )
-            return redirect(_next_url(request, reverse("accounts:account")))
+            messages.info(request, services.registration_answer_message())
+            target = reverse("accounts:signin")
+            next_url = _next_url(request, "")
+            if next_url:
+                target += "?" + urlencode({"next": next_url})
+            return redirect(target)
     return render(
         request,
         "accounts/register.html",
