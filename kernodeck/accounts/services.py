@@ -7,10 +7,12 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.db.models import Q
+from django.utils.http import urlsafe_base64_decode
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts import throttle
@@ -237,6 +239,76 @@ def password_change(
         )
     user.api_tokens_revoked = revoked
     return user
+
+
+def password_reset_by_staff(*, user: User, actor) -> User:
+    """Staff, having checked who asked ("I can't sign in"), end every way into the account.
+
+    The password becomes unusable (the old one fails from now on), every session of the
+    account is ended and every API token revoked, in one audited transaction. The person
+    then chooses a new password on the single-use page e-mailed to the account's address
+    (`password_link_user`, `password_set_with_link`); the caller sends that e-mail.
+    """
+    with transaction.atomic():
+        user = User.objects.select_for_update().get(pk=user.pk)
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+        sessions, _detail = Session.objects.filter(user=user).delete()
+        tokens = ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(
+            revoked_at=clock.now()
+        )
+        audit_record(
+            action="account.password_reset_by_staff",
+            target=user,
+            actor=actor,
+            data={"sessions_ended": sessions, "api_tokens_revoked": tokens},
+        )
+    return user
+
+
+def password_link_user(*, uidb64: str, token: str) -> User | None:
+    """The account a new-password link was made for, while the link still works: it dies
+    once the password changes (so after one use), and after PASSWORD_RESET_TIMEOUT."""
+    try:
+        pk = int(urlsafe_base64_decode(uidb64 or "").decode())
+    except (TypeError, ValueError, OverflowError, UnicodeDecodeError):
+        return None
+    user = User.objects.filter(pk=pk, is_active=True).first()
+    if user is None or not default_token_generator.check_token(user, token or ""):
+        return None
+    return user
+
+
+def password_set_with_link(*, uidb64: str, token: str, new_password: str, ip_address: str) -> User:
+    """Set the password chosen on the page of a new-password link (single use)."""
+    with transaction.atomic():
+        user = password_link_user(uidb64=uidb64, token=token)
+        if user is not None:
+            user = User.objects.select_for_update().get(pk=user.pk)
+        # Checked again under the lock: two submissions of one link set one password.
+        if user is None or not default_token_generator.check_token(user, token or ""):
+            raise NotFound(password_link_dead_message())
+        try:
+            validate_password(new_password, user=user)
+        except ValidationError as exc:
+            raise InvalidInput(" ".join(exc.messages), field="new_password") from None
+        user.set_password(new_password)
+        user.save(update_fields=["password"])
+        Session.objects.filter(user=user).delete()
+        audit_record(
+            action="account.password_set_from_link",
+            target=user,
+            actor=user,
+            ip_address=ip_address,
+        )
+    return user
+
+
+def password_link_dead_message() -> str:
+    return _(
+        "This link no longer works: it was used already, a newer one was sent, or it is "
+        "too old. Ask again with “I can't sign in”."
+    )
 
 
 def sessions_end_others(*, user: User, current_session_key: str) -> int:

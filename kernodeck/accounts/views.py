@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from kernodeck.accounts import selectors, services
 from kernodeck.accounts.forms import (
     ApiTokenForm,
+    NewPasswordForm,
     PasswordChangeForm,
     ProfileForm,
     RegistrationForm,
@@ -277,6 +278,40 @@ def ssh_key_remove(request, key_id: int):
             "cancel_label": _("Keep the key"),
             "cancel_url": reverse("accounts:account") + "#ssh-keys",
         },
+    )
+
+
+def password_new(request, uidb64: str, token: str):
+    """The single-use page of a new-password link that staff e-mailed after checking who
+    asked ("I can't sign in"). Not a self-service reset: nothing here sends a link."""
+    user = services.password_link_user(uidb64=uidb64, token=token)
+    if user is None:
+        return render(
+            request,
+            "accounts/password_new.html",
+            {"dead": services.password_link_dead_message()},
+            status=404,
+        )
+    form = NewPasswordForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.password_set_with_link(
+                uidb64=uidb64,
+                token=token,
+                new_password=form.cleaned_data["new_password"],
+                ip_address=client_ip(request),
+            )
+        except ServiceError as exc:
+            add_service_error(form, exc)
+        else:
+            logout(request)
+            messages.success(request, _("Your new password is set. Sign in with it."))
+            return redirect("accounts:signin")
+    return render(
+        request,
+        "accounts/password_new.html",
+        {"form": form, "email": user.email},
+        status=422 if form.is_bound and form.errors else 200,
     )
 
 

@@ -184,6 +184,7 @@ def access_case(request, request_id):
         raise Http404 from None
     form_name = request.POST.get("form") if request.method == "POST" else None
     reply_form = AccessReplyForm(request.POST if form_name == "reply" else None)
+    password_error = ""
     if request.method == "POST":
         try:
             if form_name == "password":
@@ -210,7 +211,10 @@ def access_case(request, request_id):
                 messages.success(request, _("Reply sent by e-mail."))
                 return redirect("support_staff:access", request_id=access_request.pk)
         except ServiceError as exc:
-            add_service_error(reply_form, exc)
+            if form_name == "password":
+                password_error = exc.message
+            else:
+                add_service_error(reply_form, exc)
     account = selectors.account_for_access_request(access_request=access_request)
     return render(
         request,
@@ -221,6 +225,7 @@ def access_case(request, request_id):
             "evidence": selectors.access_account_evidence(account=account),
             "replies": access_request.replies.select_related("author"),
             "reply_form": reply_form,
+            "password_error": password_error,
             "can_set_password": has_permissions(request.user, PERMISSION, SET_PASSWORD_PERMISSION),
             "open": access_request.status != AccessStatus.CLOSED,
         },
