@@ -230,6 +230,11 @@ KERNODECK_THROTTLE = env_bool("KERNODECK_THROTTLE", default=True)
 KERNODECK_THROTTLE_SIGNIN_ACCOUNT = env_limit("KERNODECK_THROTTLE_SIGNIN_ACCOUNT", "5/900")
 KERNODECK_THROTTLE_SIGNIN_IP = env_limit("KERNODECK_THROTTLE_SIGNIN_IP", "20/900")
 KERNODECK_THROTTLE_REGISTER_IP = env_limit("KERNODECK_THROTTLE_REGISTER_IP", "5/3600")
+# The signed-out "I can't sign in" request: per address asked about, and per network.
+KERNODECK_THROTTLE_ACCESS_EMAIL = env_limit("KERNODECK_THROTTLE_ACCESS_EMAIL", "3/86400")
+KERNODECK_THROTTLE_ACCESS_IP = env_limit("KERNODECK_THROTTLE_ACCESS_IP", "10/3600")
+# The single-use link staff e-mail after checking who asked: valid this long (seconds).
+PASSWORD_RESET_TIMEOUT = 24 * 3600
 # Per account: new payment instructions (orders and top-ups), and "I have paid".
 KERNODECK_THROTTLE_PAYMENT_CREATE = env_limit("KERNODECK_THROTTLE_PAYMENT_CREATE", "10/3600")
 KERNODECK_THROTTLE_PAYMENT_DECLARE = env_limit("KERNODECK_THROTTLE_PAYMENT_DECLARE", "10/3600")

@@ -35,8 +35,9 @@ class RegisterIn(InputSchema):
 
 
 class RegisterOut(Schema):
-    id: int
-    email: str
+    detail: str = Field(
+        description="The same words for a new address and for one that has an account."
+    )
 
 
 class TokenIn(InputSchema):
@@ -48,13 +49,17 @@ class TokenOut(Schema):
     token: str
 
 
-@router.post("/register", auth=None, response={201: RegisterOut})
+@router.post("/register", auth=None, response={202: RegisterOut})
 def register(request, payload: RegisterIn):
-    """Create an account. A taken email answers 409 and grants nothing."""
-    user = services.account_register(
+    """Create an account, then exchange email and password at `POST /auth/token`.
+
+    A new address and one that has an account get the same answer (202, the same words):
+    the answer never confirms that an account exists, and a taken address grants nothing.
+    """
+    services.account_register(
         **payload.dict(), ip_address=client_ip(request), language=get_language()
     )
-    return Status(201, user)
+    return Status(202, {"detail": services.registration_answer_message()})
 
 
 @router.post("/token", auth=None, response=TokenOut)

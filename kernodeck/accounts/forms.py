@@ -91,3 +91,12 @@ class SshKeyForm(Form):
         required=False,
         help_text=_("Defaults to the key's comment."),
     )
+
+
+class NewPasswordForm(Form):
+    new_password = forms.CharField(
+        label=_("New password"),
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password", "autofocus": True}),
+        help_text=PASSWORD_HELP,
+    )

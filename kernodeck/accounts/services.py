@@ -7,10 +7,12 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.db.models import Q
+from django.utils.http import urlsafe_base64_decode
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts import throttle
@@ -27,12 +29,13 @@ MAX_SSH_KEYS = 20
 _LANGUAGE_CODES = frozenset(code for code, _name in settings.LANGUAGES)
 
 
-def duplicate_email_message() -> str:
-    # The same words whatever password came with it: the refusal says nothing about the
-    # existing account and never signs anybody in.
+def registration_answer_message() -> str:
+    # The one answer to every accepted registration, new address or not: it says nothing
+    # about whether an account had the address, and nobody is signed in by registering.
     return _(
-        "An account with this email already exists. Sign in instead; if you cannot, "
-        "contact support from that email with the details of the account."
+        "If this address is new, your account is ready: sign in with the password you "
+        "just chose. If it already had an account, sign in with that account's password, "
+        "or use “I can't sign in”."
     )
 
 
@@ -60,9 +63,13 @@ def account_register(
     password: str,
     ip_address: str,
     language: str | None = None,
-) -> User:
-    """Create an account. Refuses a taken email without touching the existing account.
+) -> User | None:
+    """Create an account, or do nothing visible when the address has one already.
 
+    Returns the new account, or None for a taken address — which callers must answer
+    exactly like a new one (`registration_answer_message`): the same page, the same
+    status, nobody signed in, the existing account untouched. The password is checked and
+    hashed in both cases, so the work done does not tell them apart either.
     `language` (the one active while registering) becomes the language of its e-mails.
     """
     # Counted before anything else, so concurrent registrations cannot slip past the limit.
@@ -81,8 +88,6 @@ def account_register(
         validate_email(email)
     except ValidationError:
         raise InvalidInput(_("Enter a valid email address."), field="email") from None
-    if User.objects.filter(email=normalize_email(email)).exists():
-        raise Conflict(duplicate_email_message(), field="email")
 
     candidate = User(email=email, first_name=first_name, last_name=last_name)
     if language in _LANGUAGE_CODES:
@@ -93,6 +98,10 @@ def account_register(
         raise InvalidInput(" ".join(exc.messages), field="password") from None
 
     candidate.set_password(password)
+    existing = User.objects.filter(email=email).first()
+    if existing is not None:
+        _register_taken(existing=existing, ip_address=ip_address)
+        return None
     try:
         with transaction.atomic():
             candidate.save()
@@ -104,9 +113,23 @@ def account_register(
                 ip_address=ip_address,
             )
     except IntegrityError:
-        # Lost a race with a registration of the same address.
-        raise Conflict(duplicate_email_message(), field="email") from None
+        # Lost a race with a registration of the same address: the same answer.
+        existing = User.objects.filter(email=email).first()
+        if existing is not None:
+            _register_taken(existing=existing, ip_address=ip_address)
+        return None
     return candidate
+
+
+def _register_taken(*, existing: User, ip_address: str) -> None:
+    """A registration with an address that has an account: recorded for operators, and
+    nothing else — the account is not touched and the caller answers as for a new one."""
+    audit_record(
+        action="account.register_taken",
+        target=existing,
+        data={"email": existing.email},
+        ip_address=ip_address,
+    )
 
 
 def account_authenticate(*, email: str, password: str, ip_address: str, request=None) -> User:
@@ -216,6 +239,76 @@ def password_change(
         )
     user.api_tokens_revoked = revoked
     return user
+
+
+def password_reset_by_staff(*, user: User, actor) -> User:
+    """Staff, having checked who asked ("I can't sign in"), end every way into the account.
+
+    The password becomes unusable (the old one fails from now on), every session of the
+    account is ended and every API token revoked, in one audited transaction. The person
+    then chooses a new password on the single-use page e-mailed to the account's address
+    (`password_link_user`, `password_set_with_link`); the caller sends that e-mail.
+    """
+    with transaction.atomic():
+        user = User.objects.select_for_update().get(pk=user.pk)
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+        sessions, _detail = Session.objects.filter(user=user).delete()
+        tokens = ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(
+            revoked_at=clock.now()
+        )
+        audit_record(
+            action="account.password_reset_by_staff",
+            target=user,
+            actor=actor,
+            data={"sessions_ended": sessions, "api_tokens_revoked": tokens},
+        )
+    return user
+
+
+def password_link_user(*, uidb64: str, token: str) -> User | None:
+    """The account a new-password link was made for, while the link still works: it dies
+    once the password changes (so after one use), and after PASSWORD_RESET_TIMEOUT."""
+    try:
+        pk = int(urlsafe_base64_decode(uidb64 or "").decode())
+    except (TypeError, ValueError, OverflowError, UnicodeDecodeError):
+        return None
+    user = User.objects.filter(pk=pk, is_active=True).first()
+    if user is None or not default_token_generator.check_token(user, token or ""):
+        return None
+    return user
+
+
+def password_set_with_link(*, uidb64: str, token: str, new_password: str, ip_address: str) -> User:
+    """Set the password chosen on the page of a new-password link (single use)."""
+    with transaction.atomic():
+        user = password_link_user(uidb64=uidb64, token=token)
+        if user is not None:
+            user = User.objects.select_for_update().get(pk=user.pk)
+        # Checked again under the lock: two submissions of one link set one password.
+        if user is None or not default_token_generator.check_token(user, token or ""):
+            raise NotFound(password_link_dead_message())
+        try:
+            validate_password(new_password, user=user)
+        except ValidationError as exc:
+            raise InvalidInput(" ".join(exc.messages), field="new_password") from None
+        user.set_password(new_password)
+        user.save(update_fields=["password"])
+        Session.objects.filter(user=user).delete()
+        audit_record(
+            action="account.password_set_from_link",
+            target=user,
+            actor=user,
+            ip_address=ip_address,
+        )
+    return user
+
+
+def password_link_dead_message() -> str:
+    return _(
+        "This link no longer works: it was used already, a newer one was sent, or it is "
+        "too old. Ask again with “I can't sign in”."
+    )
 
 
 def sessions_end_others(*, user: User, current_session_key: str) -> int:

@@ -10,6 +10,8 @@ urlpatterns = [
     path("", views.account, name="account"),
     path("profile/", views.profile_update, name="profile"),
     path("password/", views.password_change, name="password"),
+    # Staff send this link after checking who asked; there is no self-service reset.
+    path("new-password/<str:uidb64>/<str:token>/", views.password_new, name="password_new"),
     path("sessions/end-others/", views.sessions_end_others, name="sessions_end_others"),
     path("tokens/", views.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token_revoke"),

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from kernodeck.accounts import selectors, services
 from kernodeck.accounts.forms import (
     ApiTokenForm,
+    NewPasswordForm,
     PasswordChangeForm,
     ProfileForm,
     RegistrationForm,
@@ -55,13 +56,15 @@ def language_set(request):
 
 
 def register(request):
+    """New address or not, an accepted registration ends on the sign-in page with one
+    message and signs nobody in: the answer never confirms that an account exists."""
     if request.user.is_authenticated:
         return redirect(_next_url(request, reverse("accounts:account")))
     form = RegistrationForm(request.POST or None)
     status = 200
     if request.method == "POST" and form.is_valid():
         try:
-            user = services.account_register(
+            services.account_register(
                 **form.cleaned_data,
                 ip_address=client_ip(request),
                 language=translation.get_language(),
@@ -70,11 +73,12 @@ def register(request):
             add_service_error(form, exc)
             status = exc.status if isinstance(exc, Throttled) else 200
         else:
-            _sign_in(request, user)
-            messages.success(
-                request, _("Welcome to Kernodeck, %(name)s.") % {"name": user.first_name}
-            )
-            return redirect(_next_url(request, reverse("accounts:account")))
+            messages.info(request, services.registration_answer_message())
+            target = reverse("accounts:signin")
+            next_url = _next_url(request, "")
+            if next_url:
+                target += "?" + urlencode({"next": next_url})
+            return redirect(target)
     return render(
         request,
         "accounts/register.html",
@@ -274,6 +278,40 @@ def ssh_key_remove(request, key_id: int):
             "cancel_label": _("Keep the key"),
             "cancel_url": reverse("accounts:account") + "#ssh-keys",
         },
+    )
+
+
+def password_new(request, uidb64: str, token: str):
+    """The single-use page of a new-password link that staff e-mailed after checking who
+    asked ("I can't sign in"). Not a self-service reset: nothing here sends a link."""
+    user = services.password_link_user(uidb64=uidb64, token=token)
+    if user is None:
+        return render(
+            request,
+            "accounts/password_new.html",
+            {"dead": services.password_link_dead_message()},
+            status=404,
+        )
+    form = NewPasswordForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.password_set_with_link(
+                uidb64=uidb64,
+                token=token,
+                new_password=form.cleaned_data["new_password"],
+                ip_address=client_ip(request),
+            )
+        except ServiceError as exc:
+            add_service_error(form, exc)
+        else:
+            logout(request)
+            messages.success(request, _("Your new password is set. Sign in with it."))
+            return redirect("accounts:signin")
+    return render(
+        request,
+        "accounts/password_new.html",
+        {"form": form, "email": user.email},
+        status=422 if form.is_bound and form.errors else 200,
     )
 
 

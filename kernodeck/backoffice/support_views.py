@@ -9,17 +9,24 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 
-from kernodeck.accounts.permissions import permission_required
+from kernodeck.accounts.permissions import has_permissions, permission_required, require_permission
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.payments import selectors as payment_selectors
 from kernodeck.support import canned, selectors, services
-from kernodeck.support.forms import DeclineForm, OfferForm, StaffReplyForm, StatusForm
-from kernodeck.support.models import Kind, Status
+from kernodeck.support.forms import (
+    AccessReplyForm,
+    DeclineForm,
+    OfferForm,
+    StaffReplyForm,
+    StatusForm,
+)
+from kernodeck.support.models import AccessStatus, Kind, Status
 from kernodeck.support.views import attachment_response
 
 PERMISSION = "support.answer_ticket"
+SET_PASSWORD_PERMISSION = "support.set_account_password"  # noqa: S105 - a permission name
 
 
 # Staff holding the support permission; a 403 page for anyone else who is signed in.
@@ -38,13 +45,21 @@ def inbox(request):
     status = request.GET.get("status", "")
     kind = request.GET.get("kind", "")
     counts = selectors.inbox_counts()
+    access_only = kind == selectors.ACCESS_KIND
+    # Signed-out "I can't sign in" requests are their own kind: listed above the tickets,
+    # or alone when that kind is chosen.
+    access_requests = (
+        selectors.access_requests_inbox(status=status)[:200] if access_only or not kind else []
+    )
     return render(
         request,
         "backoffice/support_inbox.html",
         {
-            "tickets": selectors.inbox(status=status, kind=kind)[:200],
+            "tickets": [] if access_only else selectors.inbox(status=status, kind=kind)[:200],
+            "access_requests": access_requests,
+            "access_only": access_only,
             "statuses": [(code, label, counts[code]) for code, label in Status.choices],
-            "kinds": Kind.choices,
+            "kinds": [*Kind.choices, (selectors.ACCESS_KIND, _("I can't sign in"))],
             "status": status,
             "kind": kind,
         },
@@ -156,3 +171,63 @@ def attachment(request, ticket_id, attachment_id):
     except NotFound:
         raise Http404 from None
     return attachment_response(item)
+
+
+@support_staff_required
+def access_case(request, request_id):
+    """A signed-out "I can't sign in" request beside the account with its address (if any):
+    staff compare what the person remembers with its orders and payments, answer by e-mail,
+    and — holding `support.set_account_password` — end every way in and send the link."""
+    try:
+        access_request = selectors.access_request_get_for_staff(request_id=request_id)
+    except NotFound:
+        raise Http404 from None
+    form_name = request.POST.get("form") if request.method == "POST" else None
+    reply_form = AccessReplyForm(request.POST if form_name == "reply" else None)
+    password_error = ""
+    if request.method == "POST":
+        try:
+            if form_name == "password":
+                require_permission(request, PERMISSION, SET_PASSWORD_PERMISSION)
+                services.access_password_link_send(
+                    access_request=access_request, actor=request.user
+                )
+                messages.success(
+                    request,
+                    _(
+                        "The old password no longer works, every session is ended and every "
+                        "API token revoked. The account's address is e-mailed a single-use "
+                        "link to choose a new password."
+                    ),
+                )
+                return redirect("support_staff:access", request_id=access_request.pk)
+            if form_name == "reply" and reply_form.is_valid():
+                services.access_reply(
+                    access_request=access_request,
+                    author=request.user,
+                    body=reply_form.cleaned_data["body"],
+                    status=reply_form.cleaned_data["status"],
+                )
+                messages.success(request, _("Reply sent by e-mail."))
+                return redirect("support_staff:access", request_id=access_request.pk)
+        except ServiceError as exc:
+            if form_name == "password":
+                password_error = exc.message
+            else:
+                add_service_error(reply_form, exc)
+    account = selectors.account_for_access_request(access_request=access_request)
+    return render(
+        request,
+        "backoffice/support_access.html",
+        {
+            "access_request": access_request,
+            "account": account,
+            "evidence": selectors.access_account_evidence(account=account),
+            "replies": access_request.replies.select_related("author"),
+            "reply_form": reply_form,
+            "password_error": password_error,
+            "can_set_password": has_permissions(request.user, PERMISSION, SET_PASSWORD_PERMISSION),
+            "open": access_request.status != AccessStatus.CLOSED,
+        },
+        status=422 if request.method == "POST" else 200,
+    )

@@ -11,7 +11,8 @@ class OutboxStatus(models.TextChoices):
 
 
 class OutboxMessage(models.Model):
-    """One e-mail to one account, rendered when it was enqueued and sent after commit.
+    """One e-mail to one account (or to an address alone), rendered when it was enqueued
+    and sent after commit.
 
     The row is the truth: the task queue only hurries it along, and the periodic sweep
     sends every pending row whose `next_attempt_at` has come, so a lost task or a worker
@@ -19,8 +20,14 @@ class OutboxMessage(models.Model):
     """
 
     dedupe_key = models.CharField(max_length=200, unique=True)
+    # Empty for an answer to an address that may have no account (a signed-out "I can't
+    # sign in" request): the row never says whether one exists.
     account = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="outbox_messages"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="outbox_messages",
     )
     event = models.CharField(max_length=40)
     language = models.CharField(max_length=8)

@@ -27,6 +27,19 @@ Events and their context keys (all required):
 - ``rental_refunded``: reference, amount_usd.
 - ``ticket_reply``: ticket_id, ticket_subject, ticket_path (the ticket's path on the site,
   e.g. "/support/42/").
+
+Sent to an address, whether or not it has an account (`email_enqueue_to_address`): the
+signed-out "I can't sign in" request. These never say whether the address has an account.
+
+- ``access_request_received``: request_id (the first characters of its number).
+- ``access_request_reply``: request_id, reply (staff's words, already cleaned of secrets).
+
+Sent to an account after staff checked who asked:
+
+- ``access_password_link``: link_path (the single-use page where the person chooses a new
+  password; it stops working once used, when the password changes, or after
+  ``PASSWORD_RESET_TIMEOUT``), valid_hours (int). The link is the one thing in an e-mail
+  that opens a door, so it is short-lived, single-use and sent only by staff.
 """
 
 import logging
@@ -62,6 +75,9 @@ EVENTS: dict[str, frozenset[str]] = {
     "rental_failed": frozenset({"reference", "reason"}),
     "rental_refunded": frozenset({"reference", "amount_usd"}),
     "ticket_reply": frozenset({"ticket_id", "ticket_subject", "ticket_path"}),
+    "access_request_received": frozenset({"request_id"}),
+    "access_request_reply": frozenset({"request_id", "reply"}),
+    "access_password_link": frozenset({"link_path", "valid_hours"}),
 }
 
 DEFAULT_LANGUAGE = "es"
@@ -150,6 +166,40 @@ def email_enqueue(*, account, event: str, context: dict, dedupe_key: str) -> Out
     same key (a retried task, a second worker, a double click) returns the first row and
     sends nothing more; two concurrent callers get one row between them.
     """
+    return _enqueue(
+        account=account,
+        to_email=account.email,
+        language=_language_of(account),
+        first_name=account.first_name,
+        event=event,
+        context=context,
+        dedupe_key=dedupe_key,
+    )
+
+
+def email_enqueue_to_address(
+    *, to_email: str, language: str, first_name: str, event: str, context: dict, dedupe_key: str
+) -> OutboxMessage:
+    """Like `email_enqueue`, to an address that need not belong to an account.
+
+    The row names no account, whether or not one has this address: an answer to a
+    signed-out request must be the same for both. `language` falls back to the default.
+    """
+    available = {code for code, _name in settings.LANGUAGES}
+    return _enqueue(
+        account=None,
+        to_email=to_email,
+        language=language if language in available else DEFAULT_LANGUAGE,
+        first_name=first_name,
+        event=event,
+        context=context,
+        dedupe_key=dedupe_key,
+    )
+
+
+def _enqueue(
+    *, account, to_email, language, first_name, event, context, dedupe_key
+) -> OutboxMessage:
     if event not in EVENTS:
         raise ValueError(f"unknown e-mail event {event!r}")
     if not dedupe_key or len(dedupe_key) > 200:
@@ -163,10 +213,9 @@ def email_enqueue(*, account, event: str, context: dict, dedupe_key: str) -> Out
     if existing is not None:
         return existing
 
-    language = _language_of(account)
     render_context = {
         **context,
-        "first_name": account.first_name,
+        "first_name": first_name,
         "site_url": settings.KERNODECK_SITE_URL,
     }
     subject, text, html = _render(event=event, language=language, context=render_context)
@@ -176,7 +225,7 @@ def email_enqueue(*, account, event: str, context: dict, dedupe_key: str) -> Out
         account=account,
         event=event,
         language=language,
-        to_email=account.email,
+        to_email=to_email,
         subject=subject,
         body_text=text,
         body_html=html,

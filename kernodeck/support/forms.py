@@ -270,3 +270,54 @@ class OfferForm(Form):
 
 class DeclineForm(Form):
     reason = forms.CharField(label=_("Reason for the customer"), widget=_area(2))
+
+
+class AccessRequestForm(Form):
+    """The signed-out "I can't sign in" request: what lets support recognise the account."""
+
+    email = forms.EmailField(
+        label=_("Email of your account"),
+        max_length=254,
+        widget=forms.EmailInput(attrs={"autocomplete": "email"}),
+        help_text=_("Support answers at this address, and only there."),
+    )
+    name = forms.CharField(
+        label=_("Your name"),
+        max_length=300,
+        widget=forms.TextInput(attrs={"autocomplete": "name"}),
+    )
+    references = forms.CharField(
+        label=_("Orders and payments you remember"),
+        required=False,
+        max_length=2000,
+        widget=_area(3),
+        help_text=_(
+            "Order references (e.g. KD-7Q2M-4XKD), dates, amounts, the coin and network you "
+            "paid with. The more you remember, the sooner support can recognise the account."
+        ),
+    )
+    body = forms.CharField(
+        label=_("Message"),
+        max_length=5000,
+        widget=_area(4),
+        help_text=_(
+            "What happens when you sign in. Never write a password, key or seed phrase: "
+            "anything that looks like one is removed before the message is stored."
+        ),
+    )
+
+
+class AccessReplyForm(Form):
+    body = forms.CharField(
+        label=_("Reply (sent by e-mail)"),
+        widget=_area(6),
+        help_text=_(
+            "Never ask for or confirm a password. Until ownership is checked, say nothing "
+            "about whether the address has an account."
+        ),
+    )
+    status = forms.ChoiceField(
+        label=_("Then"),
+        choices=[("answered", _("Answered")), ("closed", _("Closed"))],
+        initial="answered",
+    )

@@ -236,3 +236,67 @@ class Extension(models.Model):
 
     def __str__(self):
         return f"Extension of {self.order_id}: {self.status}"
+
+
+class AccessStatus(models.TextChoices):
+    OPEN = "open", _("Open")
+    ANSWERED = "answered", _("Answered")
+    CLOSED = "closed", _("Closed")
+
+
+class AccessRequest(models.Model):
+    """A signed-out "I can't sign in" request: who writes, from which address, what they know.
+
+    Its own kind in the staff inbox, apart from tickets (which belong to an account). It
+    names no account: whether one has this address is looked up by staff only, so neither
+    the row nor anything the person sees says it. Answered by e-mail to `email`. Texts are
+    cleaned of secrets like a ticket's.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    email = models.EmailField(max_length=254, help_text="As normalised for accounts.")
+    name = models.CharField(max_length=300)
+    references = models.TextField(
+        blank=True, help_text="The order references or payments they remember."
+    )
+    body = models.TextField()
+    redactions = models.JSONField(default=list, blank=True)
+    language = models.CharField(max_length=8)
+    ip_address = models.GenericIPAddressField(null=True, blank=True)
+    status = models.CharField(
+        max_length=10, choices=AccessStatus.choices, default=AccessStatus.OPEN
+    )
+    created_at = models.DateTimeField()
+    last_staff_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["status", "created_at"])]
+        permissions = [
+            (
+                "set_account_password",
+                "Can end every way into an account and e-mail it a new-password link",
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.email} ({self.status})"
+
+
+class AccessReply(models.Model):
+    """Staff's answer to an access request, e-mailed to its address (cleaned of secrets)."""
+
+    request = models.ForeignKey(AccessRequest, on_delete=models.CASCADE, related_name="replies")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    body = models.TextField()
+    redactions = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self):
+        return f"reply {self.created_at:%Y-%m-%d %H:%M}"

@@ -5,12 +5,16 @@ import uuid
 from django.apps import apps
 from django.db.models import Count
 
+from kernodeck.accounts.models import User, normalize_email
 from kernodeck.core.errors import NotFound
+from kernodeck.orders import selectors as order_selectors
 from kernodeck.payments.models import IntentStatus, PaymentIntent
 from kernodeck.provisioning import selectors as provisioning_selectors
 from kernodeck.support.models import (
     FIELD_LABELS,
     WHEN_LABELS,
+    AccessRequest,
+    AccessStatus,
     Attachment,
     Extension,
     ExtensionStatus,
@@ -175,3 +179,47 @@ def extension_payment_seen(*, extension):
         .order_by("created_at")
         .first()
     )
+
+
+# -- Signed-out "I can't sign in" requests (staff only) --------------------------------
+
+ACCESS_KIND = "access"  # its own kind in the inbox's filter
+
+
+def access_requests_inbox(*, status: str | None = None):
+    """Sign-in help requests for staff, oldest first (the longest wait)."""
+    requests = AccessRequest.objects.all()
+    if status in AccessStatus.values:
+        requests = requests.filter(status=status)
+    else:
+        requests = requests.exclude(status=AccessStatus.CLOSED)
+    return requests.order_by("created_at")
+
+
+def access_request_get_for_staff(*, request_id) -> AccessRequest:
+    from django.utils.translation import gettext as _
+
+    pk = _uuid(request_id)
+    found = AccessRequest.objects.filter(pk=pk).first() if pk else None
+    if found is None:
+        raise NotFound(_("No such request."))
+    return found
+
+
+def account_for_access_request(*, access_request) -> User | None:
+    """The account with the request's address, if any — for staff's eyes only."""
+    return User.objects.filter(email=normalize_email(access_request.email)).first()
+
+
+def access_account_evidence(*, account) -> dict:
+    """What staff compare with what the person remembers: the account's orders and its
+    payments, newest first."""
+    if account is None:
+        return {"orders": [], "payments": []}
+    orders = list(order_selectors.orders_for(owner=account)[:50])
+    payments = list(
+        PaymentIntent.objects.filter(owner=account)
+        .select_related("order", "method")
+        .order_by("-created_at")[:50]
+    )
+    return {"orders": orders, "payments": payments}

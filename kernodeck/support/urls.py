@@ -7,6 +7,8 @@ urlpatterns = [
     path("", views.ticket_list, name="list"),
     path("new/", views.ticket_new, name="new"),
     path("preview/", views.preview, name="preview"),
+    path("cant-sign-in/", views.access_request, name="access_request"),
+    path("cant-sign-in/sent/", views.access_sent, name="access_sent"),
     path("<uuid:ticket_id>/", views.ticket_detail, name="detail"),
     path(
         "<uuid:ticket_id>/attachments/<int:attachment_id>/",

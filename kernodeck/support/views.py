@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import translation
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -16,11 +17,12 @@ from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error
 from kernodeck.core.money import money
 from kernodeck.core.references import with_reference
+from kernodeck.core.requests import client_ip
 from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.payments import selectors as payment_selectors
 from kernodeck.support import selectors, services
-from kernodeck.support.forms import ReplyForm, TicketForm
+from kernodeck.support.forms import AccessRequestForm, ReplyForm, TicketForm
 from kernodeck.support.models import ExtensionStatus, Kind
 
 PREVIEW_FIELDS = (
@@ -289,3 +291,32 @@ def extension_pay(request, ticket_id, extension_id):
         messages.error(request, exc.message)
         return redirect("support:detail", ticket_id=ticket.pk)
     return redirect("payments:detail", intent_id=intent.pk)
+
+
+def access_request(request):
+    """The signed-out "I can't sign in" request. Its answer never says whether the address
+    has an account: every accepted request ends on the same page with the same words."""
+    if request.user.is_authenticated:
+        return redirect("support:new")
+    form = AccessRequestForm(request.POST or None)
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.access_request_create(
+                **form.cleaned_data,
+                ip_address=client_ip(request),
+                language=translation.get_language(),
+            )
+        except ServiceError as exc:
+            add_service_error(form, exc)
+            status = exc.status
+        else:
+            messages.success(request, services.access_request_received_message())
+            return redirect("support:access_sent")
+    elif form.is_bound:
+        status = 422
+    return render(request, "support/access_request.html", {"form": form}, status=status)
+
+
+def access_sent(request):
+    return render(request, "support/access_sent.html")

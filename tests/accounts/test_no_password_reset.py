@@ -1,4 +1,8 @@
-"""R7: there is no password reset by email anywhere: no URL, no link, no form."""
+"""R7: there is no automatic password reset by email anywhere: no URL, no link, no form.
+
+Somebody who lost a password asks support with the signed-out "I can't sign in" request;
+only staff, after checking who asked, can e-mail a single-use new-password link
+(tests/support/test_access_password.py)."""
 
 import pytest
 from django.urls import NoReverseMatch, reverse
@@ -40,7 +44,8 @@ def test_every_django_reset_url_answers_404(client, path):
 def test_sign_in_page_explains_recovery_through_support_and_links_no_reset(client):
     page = client.get(reverse("accounts:signin")).content.decode()
 
-    assert "There is no password reset by email" in page
+    assert "There is no automatic password reset by email" in page
     assert "Contact support" in page
+    assert reverse("support:access_request") in page
     assert "password_reset" not in page
     assert "reset/" not in page

@@ -17,22 +17,30 @@ def post(client, path, body, **extra):
     return client.post(f"/api/v1{path}", body, content_type="application/json", **extra)
 
 
-def test_register_answers_201_with_id_and_email(client):
+def test_register_answers_202_and_the_new_account_gets_a_token(client):
     response = post(client, "/auth/register", REGISTER)
 
-    assert response.status_code == 201
-    user = User.objects.get()
-    assert response.json() == {"id": user.pk, "email": "grace@example.org"}
+    assert response.status_code == 202
+    assert "If this address is new" in response.json()["detail"]
+    assert User.objects.get().email == "grace@example.org"
+    token = post(
+        client, "/auth/token", {"email": REGISTER["email"], "password": REGISTER["password"]}
+    )
+    assert token.status_code == 200
 
 
-def test_register_with_a_taken_email_answers_409_in_the_error_shape(client):
-    make_user(email="grace@example.org")
+def test_register_with_a_taken_email_answers_exactly_like_a_new_one(client):
+    owner = make_user(email="grace@example.org")
 
-    response = post(client, "/auth/register", {**REGISTER, "email": "GRACE@example.org"})
+    taken = post(client, "/auth/register", {**REGISTER, "email": "GRACE@example.org"})
+    new = post(client, "/auth/register", {**REGISTER, "email": "hopper@example.org"})
 
-    assert response.status_code == 409
-    assert set(response.json()) == {"detail"}
-    assert "already exists" in response.json()["detail"]
+    assert taken.status_code == new.status_code == 202
+    assert taken.json() == new.json()
+    assert taken.content == new.content
+    owner.refresh_from_db()
+    assert owner.check_password(PASSWORD)
+    assert not ApiToken.objects.exists()
 
 
 def test_register_with_a_short_password_answers_422_naming_the_rule(client):

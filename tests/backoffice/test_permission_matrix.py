@@ -118,6 +118,22 @@ def _object_id(model):
     return str(obj.pk)
 
 
+def _access_request(world):
+    """A signed-out "I can't sign in" request (made once per test)."""
+    from kernodeck.support import services as support_services
+
+    if "access_request" not in world:
+        world["access_request"] = support_services.access_request_create(
+            email=world["order"].owner.email,
+            name="Ada",
+            references=world["order"].reference,
+            body="My password no longer works.",
+            ip_address="10.0.0.9",
+            language="en",
+        )
+    return world["access_request"]
+
+
 def _support_ticket(world):
     """A customer's problem ticket with one attachment (made once per test)."""
     from kernodeck.support import services as support_services
@@ -174,6 +190,7 @@ def _target(name, view, world):
             "notifications:outbox_retry": lambda: reverse(name, args=[_object_id(OutboxMessage)]),
             "support_staff:inbox": lambda: reverse(name),
             "support_staff:ticket": lambda: reverse(name, args=[_support_ticket(world).pk]),
+            "support_staff:access": lambda: reverse(name, args=[_access_request(world).pk]),
             "support_staff:canned": lambda: reverse(
                 name, args=[_support_ticket(world).pk, "export_advice"]
             ),

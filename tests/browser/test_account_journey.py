@@ -17,6 +17,11 @@ def test_register_sign_out_and_sign_in_from_another_browser(live_server, new_con
     first.get_by_label("Contraseña").fill(PASSWORD)
     first.get_by_role("button", name="Crear cuenta").click()
 
+    # Registering signs nobody in: the new account signs in with the password just chosen.
+    first.wait_for_url("**/account/sign-in/")
+    first.get_by_label("Correo electrónico").fill("ada@example.org")
+    first.get_by_label("Contraseña").fill(PASSWORD)
+    first.get_by_role("button", name="Iniciar sesión").click()
     first.wait_for_url("**/account/")
     assert "ada@example.org" in first.content()
     first.get_by_role("button", name="Cerrar sesión").click()

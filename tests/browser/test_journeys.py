@@ -71,6 +71,15 @@ def test_new_visitor_registers_from_the_configurator_and_gets_the_configuration_
     page.locator("input[name=password]").fill("un paseo largo por la sierra 2026")
     page.locator("main form button[type=submit]").click()
 
+    # Registering signs nobody in (the answer is the same for a taken address): the new
+    # customer signs in with the password just chosen, and the configuration follows.
+    page.wait_for_url(lambda url: "/account/sign-in/" in url and "next=" in url)
+    notice = {"en-GB": "If this address is new", "es-ES": "Si esta dirección es nueva"}[locale]
+    assert notice in page.locator("main").inner_text() + page.locator("body").inner_text()
+    page.locator("input[name=email]").fill("ada@example.org")
+    page.locator("input[name=password]").fill("un paseo largo por la sierra 2026")
+    page.locator("main form button[type=submit]").click()
+
     page.wait_for_url(lambda url: "/orders/new/" in url)
     query = parse_qs(urlsplit(page.url).query)
     assert query == {
@@ -99,6 +108,11 @@ def test_registration_keeps_only_a_same_site_next(live_server, new_context):
     assert page.locator("main form input[name=next]").count() == 0
     page.locator("input[name=first_name]").fill("Ada")
     page.locator("input[name=last_name]").fill("Lovelace")
+    page.locator("input[name=email]").fill("ada@example.org")
+    page.locator("input[name=password]").fill("un paseo largo por la sierra 2026")
+    page.locator("main form button[type=submit]").click()
+    page.wait_for_url(live_server.url + "/account/sign-in/")
+    assert page.locator("main form input[name=next]").count() == 0
     page.locator("input[name=email]").fill("ada@example.org")
     page.locator("input[name=password]").fill("un paseo largo por la sierra 2026")
     page.locator("main form button[type=submit]").click()

@@ -57,6 +57,9 @@ SAMPLE_CONTEXTS = {
         "ticket_subject": "Extension & more",
         "ticket_path": "/support/42/",
     },
+    "access_request_received": {"request_id": "1a2b3c4d"},
+    "access_request_reply": {"request_id": "1a2b3c4d", "reply": "Which orders did you place?"},
+    "access_password_link": {"link_path": "/account/new-password/MQ/abc-def/", "valid_hours": 24},
 }
 
 
@@ -252,3 +255,25 @@ def test_created_and_first_attempt_times_come_from_the_clock():
 
     assert (message.created_at, message.next_attempt_at) == (NOW, NOW)
     assert message.context == {"amount_usd": "500.00", "balance_usd": "620.00"}
+
+
+@pytest.mark.parametrize(
+    ("language", "greeting"), [("es", "Hola, Ada:"), ("en", "Hello Ada,"), ("xx", "Hola, Ada:")]
+)
+def test_an_email_to_an_address_names_no_account(language, greeting):
+    from kernodeck.notifications.services import email_enqueue_to_address
+
+    message = email_enqueue_to_address(
+        to_email="someone@example.org",
+        language=language,
+        first_name="Ada",
+        event="access_request_received",
+        context=SAMPLE_CONTEXTS["access_request_received"],
+        dedupe_key=f"to-address:{language}",
+    )
+
+    assert message.account is None
+    assert message.to_email == "someone@example.org"
+    assert message.language == ("en" if language == "en" else "es")
+    assert message.body_text.startswith(greeting + "\n")
+    assert "1a2b3c4d" in message.subject

@@ -39,7 +39,7 @@ def test_registering_in_spanish_through_the_api_keeps_spanish(client):
         HTTP_ACCEPT_LANGUAGE="es-ES,es;q=0.9",
     )
 
-    assert response.status_code == 201
+    assert response.status_code == 202
     assert User.objects.get(email="grace@example.org").preferred_language == "es"
 
 

@@ -6,9 +6,17 @@ One module per seam, every public name re-exported here so callers keep writing
 - `intake`: what a customer sends, validated and cleaned of secrets (texts, the guided
   form's fields, attachments), and the redaction preview; writes nothing;
 - `tickets`: open a ticket, add a message, move its status (staff replies e-mail after commit);
-- `extensions`: offer, decline, pay from the balance or in crypto, settle and apply.
+- `extensions`: offer, decline, pay from the balance or in crypto, settle and apply;
+- `access`: the signed-out "I can't sign in" request, staff's e-mailed answer, and the
+  new-password link staff send once they have checked who asked.
 """
 
+from kernodeck.support.services.access import (
+    access_password_link_send,
+    access_reply,
+    access_request_create,
+    access_request_received_message,
+)
 from kernodeck.support.services.extensions import (
     EXTENDABLE_STATES,
     OFFER_MAX_VALID_DAYS,
@@ -63,6 +71,10 @@ __all__ = [
     "TEXT_EXTENSIONS",
     "DeclaredExtensionPaymentPending",
     "Upload",
+    "access_password_link_send",
+    "access_reply",
+    "access_request_create",
+    "access_request_received_message",
     "attachment_check",
     "extension_declared_warning",
     "extension_decline",
