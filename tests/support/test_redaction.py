@@ -287,3 +287,40 @@ def test_hostile_input_is_handled_without_catastrophic_backtracking(name):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_100_kb_message_completes_and_its_secrets_go():
+    # Logs, prose in both languages, word lists and secrets, 100 KB: removal must just
+    # finish (the alarm is a hang guard, not a speed target) and still find the secrets.
+    import signal
+
+    chunk = (
+        TRACEBACK
+        + PIP_FREEZE
+        + CUDA_OOM
+        + NEGATIVES["prosa"]
+        + "\n"
+        + NEGATIVES["prose"]
+        + "\n"
+        + " ".join(SEED12.split()[:11])
+        + "\n1. abandon 2) ability | able, about\n"
+        + "token: "
+        + "a1" * 40
+        + "\n"
+    )
+    text = (chunk * (100_000 // len(chunk) + 1))[:100_000]
+    text += f"\nHF_TOKEN={HF}\nmy wallet words: {SEED24}\n"
+
+    def give_up(signum, frame):
+        raise TimeoutError("redact() still running on a 100 KB message")
+
+    previous = signal.signal(signal.SIGALRM, give_up)
+    signal.setitimer(signal.ITIMER_REAL, 60)
+    try:
+        result = redact(text)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert HF not in result.text and SEED24 not in result.text
+    assert "a1" * 40 not in result.text
+    assert TRACEBACK in result.text and NEGATIVES["prosa"] in result.text
