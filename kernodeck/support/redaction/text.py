@@ -177,7 +177,7 @@ _RULES: list[tuple] = [
             r"[^\n]{0,300}?[ \t]-p([^\s\-]\S*)"
         ),
         1,
-        None,
+        lambda m: not _NOT_A_SECRET.match(m.group(1)),  # -p$MYSQL_PWD names it
     ),
     # --password VALUE (with a space: `--password=VALUE` is an assignment below).
     (
@@ -205,10 +205,10 @@ _RULES: list[tuple] = [
 # the whole name would try every position of a long identifier (quadratic time on
 # hostile input), and the rest of the name stays as it was anyway.
 _ASSIGNMENT = re.compile(
-    r"(?:password|passwd|passphrase|contrase(?:ñ|n)a|token|secret|secret_?key|api_?key|access_?key"
-    r"|private_?key)"
+    r"(?P<name>password|passwd|passphrase|contrase(?:ñ|n)a|token|secret|secret_?key|api_?key"
+    r"|access_?key|private_?key)"
     r"(?P<sep>[\"']?[ \t]*[=:](?!=)[ \t]*)"
-    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;()\[\]{}&]+)",
+    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|<[^<>\n]{0,80}>|[^\s\"',;()\[\]{}&]+)",
     re.IGNORECASE,
 )
 # Values that are code or placeholders, not secrets: None, True, a dotted name, a call.
@@ -220,27 +220,82 @@ _NOT_A_SECRET = re.compile(
 # A configuration key at the start of its line (YAML, .env, INI): `  db_password: x`.
 _KEY_AT_LINE_START = re.compile(r"""(?:^|\n)[ \t]*(?:-[ \t]+)?["']?[\w.\-]*\Z""")
 
+# Words that error messages and forms put after `token:` or `contraseña:`: a state or a
+# type, never the value (English and Spanish, folded: no accents, lower case).
+_STATUS_TEXT = """
+expected invalid incorrect wrong expired revoked required missing empty unset unknown denied
+rejected failed please optional hidden changed reset mismatch redacted bytes string bool float
+esperado esperada invalido invalida incorrecto incorrecta erroneo erronea caducado caducada
+expirado expirada revocado revocada requerido requerida obligatorio obligatoria vacio vacia
+desconocido desconocida denegado denegada rechazado rechazada fallido fallida olvidado olvidada
+cambiado cambiada oculto oculta ninguno ninguna
+"""
+_STATUS_WORDS = frozenset(_STATUS_TEXT.split())
+# A path, not a secret: `secret: /run/secrets/hf_token`, `secret:project/train.py`. Each
+# part is a word, a file name or an upper-case name; none mixes case like a token does.
+_PATH_PART = re.compile(r"[A-Z]?[a-z0-9_.\-]*|[A-Z0-9_.\-]+")
+_EXTENSION = re.compile(r"[a-z0-9]\.[A-Za-z]{1,5}\Z")
+# `max_token: 4096`, `num_token=512`, `pad_token: x`: a count or a special token's name.
+_COUNT_PREFIX = re.compile(
+    r"(?<![A-Za-z0-9])(?:max|min|num|n|total|pad|eos|bos|unk|sep|cls|mask)_\Z", re.IGNORECASE
+)
+# What follows `token:` in counters and progress bars: `Token: 4096`, `token: 100%|███|`.
+_COUNT = re.compile(r"\d{1,8}(?:[.,]\d+)?[kKMB]?|\d{1,3}%.*")
+
+
+def _is_path(value: str) -> bool:
+    """A path from the root, the home or here, or ending in a file name (`a/train.py`).
+    Checked part by part: one pattern for the whole path would backtrack exponentially on
+    a long value that fails at its end."""
+    parts = value.removeprefix("~").split("/")
+    if len(parts) < 2 or any(not p for p in parts[1:-1]):
+        return False
+    if not all(_PATH_PART.fullmatch(p) for p in parts):
+        return False
+    return value.startswith(("/", "~/", "./", "../")) or bool(_EXTENSION.search(value))
+
+
+def _fold(word: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def _prose_after(text: str, end: int) -> bool:
+    """Whether more words follow on the line (`Token: please check the token`), not a
+    comment as after a configuration value."""
+    line_end = text.find("\n", end, end + 200)
+    rest = text[end : line_end if line_end != -1 else end + 200].strip()
+    return bool(rest) and not rest.startswith(("#", "//", ";"))
+
 
 def _assignment(match: re.Match, counter: list[int]) -> str:
     value = match.group("value")
     bare = value.strip("\"'")
-    if len(bare) < 4 or bare == REMOVED or _NOT_A_SECRET.match(bare):
+    if len(bare) < 4 or bare == REMOVED or _NOT_A_SECRET.match(bare) or _is_path(bare):
         return match.group(0)
     text = match.string
     if match.end() < len(text) and text[match.end()] in "([":
         return match.group(0)  # a call or an index: code, not a literal secret
     if match.start() and text[match.start() - 1] in "/\\":
         return match.group(0)  # part of a path: /home/ana/secret:project/train.py
+    if _COUNT_PREFIX.search(text, max(match.start() - 8, 0), match.start()):
+        return match.group(0)  # max_token=2048: a count, not a token
     quoted = value[:1] in {'"', "'"}
+    if not quoted:
+        if _fold(bare) in _STATUS_WORDS:
+            return match.group(0)  # `Password: incorrect`, `Token: inválido`
+        if match.group("name").lower() == "token" and _COUNT.fullmatch(bare):
+            return match.group(0)  # `Token: 4096`: how many, not which
     if "=" not in match.group("sep") and not quoted:
         # `token: expected ')'` in an error message is prose; `password: x` as a
-        # configuration key is not. Mid-line, only a value that is not a word goes.
+        # configuration key is not. Mid-line, only a value that is not a word goes; at the
+        # start of a line, a word followed by more words is prose too.
         window = max(match.start() - 120, 0)  # a key name is short; look no further back
         line_start = text.rfind("\n", window, match.start())
         key = None
         if line_start != -1 or window == 0:
             key = _KEY_AT_LINE_START.search(text, max(line_start, 0), match.start())
-        if key is None and not _looks_secret(bare):
+        if not _looks_secret(bare) and (key is None or _prose_after(text, match.end())):
             return match.group(0)
     counter[0] += 1
     quote = value[0] if quoted else ""
