@@ -303,6 +303,9 @@ HOSTILE = {
     "unterminated key": "-----BEGIN PRIVATE KEY-----" + "x" * 19_000,
     "path parts failing at the end": "token=" + "1/" * 9_000 + "!",
     "count failing at the end": "token: " + "1" * 19_000 + "%x",
+    "dashes before BEGIN": "\u2014" * 20_000 + "BEGIN",
+    "hyphens before BEGIN": "-" * 20_000 + "BEGIN PRIVATE KEY",
+    "base64 lines": "b3BlbnNzaC1rZXktdjE" + ("A" * 70 + "\n") * 250 + "!",
 }
 
 

@@ -77,15 +77,55 @@ POSITIVES = [
         "b3BlbnNzaC1rZXk",
     ),
     ("assignment", "contraseña: Hunter2024", "Hunter2024"),
+    # Key blocks as chats and editors leave them, or pasted in part.
+    (
+        "private_key",
+        "-----BEGIN\u00a0OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n"
+        "-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXk",
+    ),
+    (
+        "private_key",
+        "\u2014\u2013BEGIN RSA PRIVATE KEY\u2014\u2013\nMIIEowIBAAKCAQEA7dummy\n"
+        "\u2014\u2013END RSA PRIVATE KEY\u2014\u2013",
+        "MIIEowIBAAKCAQEA7dummy",
+    ),
+    (
+        "private_key",
+        "----BEGIN EC PRIVATE KEY----\nMHcCAQEEIDummyDummy\n----END EC PRIVATE KEY----",
+        "MHcCAQEEIDummyDummy",
+    ),
+    (
+        "private_key",
+        "-----begin private key-----\nMIIEvQIBADANBgkqhkiG9w0\n-----end private key-----",
+        "MIIEvQIBADANBgkqhkiG9w0",
+    ),
+    ("private_key", PPK[PPK.index("Private-Lines") :], "AAAAIFakePrivateKeyBytes"),
+    ("private_key", PPK.replace("\n", "\r\n"), "AAAAIFakePrivateKeyBytes"),
+    (
+        "private_key",
+        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+        "QyNTUxOQAAACDp0lhh0dummydummy",
+        "QyNTUxOQAAACDp0lhh0dummydummy",
+    ),
 ]
 
+# Prose around every sample, in both languages: it stays as it was.
+PROSE = {
+    "es": ("Hola, os paso la salida:\n", "\nGracias de antemano."),
+    "en": ("Hi, here is the output:\n", "\nThanks in advance."),
+}
 
+
+@pytest.mark.parametrize("prose", sorted(PROSE))
 @pytest.mark.parametrize(("kind", "text", "secret"), POSITIVES)
-def test_each_other_format_is_removed(kind, text, secret):
-    result = redact(text)
+def test_each_other_format_is_removed(kind, text, secret, prose):
+    before, after = PROSE[prose]
+    result = redact(before + text + after)
     assert secret not in result.text
     assert REMOVED in result.text
     assert kind in {f.kind for f in result.findings}
+    assert result.text.startswith(before) and result.text.endswith(after)
 
 
 def test_the_line_after_a_complete_token_stays():
@@ -103,13 +143,21 @@ NEGATIVES = {
     "a password flag described": "use the --password flag, then type it",
     "authorization scheme only": "Authorization: Bearer $TOKEN",
     "zero-width joiner in an emoji": "gracias 👩\u200d💻",
+    "a public key block": "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n"
+    "-----END PUBLIC KEY-----",
+    "a putty public part": "Public-Lines: 2\nAAAAC3NzaC1lZDI1NTE5AAAAIOdummydummydummydummy\nmy",
+    "a key described": "the -- BEGIN line of a private key -- is missing",
+    "una clave descrita": "falta la línea BEGIN PRIVATE KEY del fichero",
 }
 
 
+@pytest.mark.parametrize("prose", sorted(PROSE))
 @pytest.mark.parametrize("name", sorted(NEGATIVES))
-def test_look_alikes_stay(name):
-    result = redact(NEGATIVES[name])
-    assert result.text == NEGATIVES[name]
+def test_look_alikes_stay(name, prose):
+    before, after = PROSE[prose]
+    text = before + NEGATIVES[name] + after
+    result = redact(text)
+    assert result.text == text
     assert result.findings == ()
 
 

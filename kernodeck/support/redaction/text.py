@@ -62,15 +62,36 @@ def _looks_secret(value: str) -> bool:
     return value[1:] != value[1:].lower()
 
 
+# Four to eight hyphens, or dashes a chat made of them (bounded: a long run is linear).
+_PEM_DASHES = r"(?:-{4,8}|[\u2013\u2014][\u2013\u2014\-]{0,7})"
+_PEM_SPACE = r"[ \t\u00a0]"
+_PEM_LABEL = (
+    rf"{_PEM_SPACE}+(?:(?-i:[A-Z0-9]+){_PEM_SPACE}+)*?PRIVATE{_PEM_SPACE}+KEY"
+    rf"(?:{_PEM_SPACE}+BLOCK)?{_PEM_SPACE}*"
+)
+# The rest of a line of base64, then whole lines of it (16 characters or more: a word on
+# the next line is prose). Each line's end is required, so a run splits only one way.
+_BASE64_LINES = r"[A-Za-z0-9+/=]*(?:[ \t]*\r?\n[A-Za-z0-9+/=]{16,}(?=[ \t]*(?:\r?\n|\Z)))*"
+
 # (kind, pattern, group to replace or 0 for the whole match, check or None), in this order;
 # a match the check refuses stays as it was.
 _RULES: list[tuple] = [
+    # A PEM block, as written or as a chat or a word processor leaves it: four or six
+    # dashes, dashes turned into en or em dashes, a no-break space, lower case.
     (
         "private_key",
         re.compile(
-            r"-----BEGIN ([A-Z0-9 ]*?)PRIVATE KEY( BLOCK)?-----"
-            r"(?:.*?-----END [A-Z0-9 ]*?PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
-            re.DOTALL,
+            _PEM_DASHES
+            + r"[ \t\u00a0]*BEGIN"
+            + _PEM_LABEL
+            + _PEM_DASHES
+            + r"(?:.*?"
+            + _PEM_DASHES
+            + r"[ \t\u00a0]*END"
+            + _PEM_LABEL
+            + _PEM_DASHES
+            + r"|.*\Z)",
+            re.DOTALL | re.IGNORECASE,
         ),
         0,
         None,
@@ -82,6 +103,19 @@ _RULES: list[tuple] = [
         0,
         None,
     ),
+    # Its private lines pasted without the rest of the file.
+    (
+        "private_key",
+        re.compile(
+            r"Private-Lines:[ \t]*\d+[ \t]*\r?\n"
+            + _BASE64_LINES
+            + r"(?:\r?\nPrivate-(?:MAC|Hash):[^\n]*)?"
+        ),
+        0,
+        None,
+    ),
+    # An OpenSSH private key's body without its BEGIN line ("openssh-key-v1" in base64).
+    ("private_key", re.compile(r"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]*" + _BASE64_LINES), 0, None),
     # A Solana (and other ed25519 wallets') id.json: the keypair as 64 numbers.
     (
         "keypair_array",
