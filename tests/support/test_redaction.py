@@ -305,6 +305,8 @@ HOSTILE = {
     "count failing at the end": "token: " + "1" * 19_000 + "%x",
     "dashes before BEGIN": "\u2014" * 20_000 + "BEGIN",
     "hyphens before BEGIN": "-" * 20_000 + "BEGIN PRIVATE KEY",
+    "options without a program": " -p x -u a:b --password y" * 800,
+    "url-encoded separators": "password%22%3A%22" * 1_200,
     "base64 lines": "b3BlbnNzaC1rZXktdjE" + ("A" * 70 + "\n") * 250 + "!",
 }
 

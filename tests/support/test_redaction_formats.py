@@ -77,6 +77,16 @@ POSITIVES = [
         "b3BlbnNzaC1rZXk",
     ),
     ("assignment", "contraseña: Hunter2024", "Hunter2024"),
+    # Passwords on command lines and in headers, whatever they look like.
+    ("command_password", "mysql -u root --password hunter app", " hunter "),
+    ("command_password", "mysql -u root --password 'caballo correcto' app", "caballo correcto"),
+    ("command_password", "docker login -u ana -p S3cretPw registry.example", "S3cretPw"),
+    ("command_password", "curl -u ana:S3cretPass https://api.example/v1", "S3cretPass"),
+    ("command_password", "curl -s --user 'ana:hunter2x' https://api.example/v1", "hunter2x"),
+    ("assignment", "curl -H 'X-API-Key: 0123abcd4567efgh' https://api.example", "0123abcd4567"),
+    ("assignment", 'curl -H "api-key: 0123abcd4567efgh" https://api.example', "0123abcd4567"),
+    ("assignment", "data=%7B%22password%22%3A%22hunter2xyz%22%7D", "hunter2xyz"),
+    ("assignment", "next=%2Flogin%3Fpassword%253Dhunter2xyz%2526x%253D1", "hunter2xyz"),
     # Key blocks as chats and editors leave them, or pasted in part.
     (
         "private_key",
@@ -147,6 +157,14 @@ NEGATIVES = {
     "-----END PUBLIC KEY-----",
     "a putty public part": "Public-Lines: 2\nAAAAC3NzaC1lZDI1NTE5AAAAIOdummydummydummydummy\nmy",
     "a key described": "the -- BEGIN line of a private key -- is missing",
+    "la opción descrita": "usa la opción --password y escribe la clave cuando la pida",
+    "mysql prompting": "mysql -u root --password --host db app",
+    "mysql password from a variable": "mysql -u root --password $MYSQL_PWD app",
+    "ssh port": "ssh -p 2222 kd-abc@gpu1.example.org",
+    "docker login prompting": "docker login -u ana registry.example",
+    "curl user prompting": "curl -u ana https://api.example/v1",
+    "curl user from variables": "curl -u $API_USER:$API_PASS https://api.example/v1",
+    "url-encoded without secrets": "next=%2Fhome%3Fpage%3D2%26sort%3Dname",
     "una clave descrita": "falta la línea BEGIN PRIVATE KEY del fichero",
 }
 

@@ -73,7 +73,8 @@ _PEM_LABEL = (
 # the next line is prose). Each line's end is required, so a run splits only one way.
 _BASE64_LINES = r"[A-Za-z0-9+/=]*(?:[ \t]*\r?\n[A-Za-z0-9+/=]{16,}(?=[ \t]*(?:\r?\n|\Z)))*"
 
-# (kind, pattern, group to replace or 0 for the whole match, check or None), in this order;
+# (kind, pattern, group to replace (0: the whole match; a tuple: whichever took part), check
+# or None), in this order;
 # a match the check refuses stays as it was.
 _RULES: list[tuple] = [
     # A PEM block, as written or as a chat or a word processor leaves it: four or six
@@ -213,19 +214,48 @@ _RULES: list[tuple] = [
         1,
         lambda m: not _NOT_A_SECRET.match(m.group(1)),  # -p$MYSQL_PWD names it
     ),
-    # --password VALUE (with a space: `--password=VALUE` is an assignment below).
+    # --password VALUE (with a space: `--password=VALUE` is an assignment below): after a
+    # program that takes one (`mysql -u root --password hunter`) whatever the value is,
+    # elsewhere ("use the --password flag") only a value that is not a word.
+    (
+        "command_password",
+        re.compile(r"(?<![\w-])--(?:password|passwd|pass)[ \t]+(?:\"([^\"\n]+)\"|'([^'\n]+)')"),
+        (1, 2),
+        lambda m: not _NOT_A_SECRET.match(m.group(1) or m.group(2)),
+    ),
     (
         "command_password",
         re.compile(r"(?<![\w-])--(?:password|passwd|pass)[ \t]+(?!-)([^\s\"',;)]+)"),
         1,
-        lambda m: _looks_secret(m.group(1)),
+        lambda m: (
+            _looks_secret(m.group(1))
+            or (_after_a_program(m) and not _NOT_A_SECRET.match(m.group(1)))
+        ),
     ),
-    # A form or query string, URL-encoded: password%3D…, api_key%3D….
+    # docker login -p VALUE; curl -u user:password (also --user). The patterns start at
+    # the option and the check looks back for the program: linear on a long line.
+    (
+        "command_password",
+        re.compile(r"(?<![\w-])-p[ \t]+(?!-)(\S+)"),
+        1,
+        lambda m: (
+            _after_a_program(m, _DOCKER_LOGIN, "login") and not _NOT_A_SECRET.match(m.group(1))
+        ),
+    ),
+    (
+        "command_password",
+        re.compile(r"(?<![\w-])(?:-u|--user)[ \t=]*[\"']?[^\s:\"']{1,100}:([^\s\"']+)"),
+        1,
+        lambda m: _after_a_program(m, _CURL, "curl") and not _NOT_A_SECRET.match(m.group(1)),
+    ),
+    # A form or query string, URL-encoded (once or twice): password%3D…, api_key%3D…, and
+    # URL-encoded JSON: %22password%22%3A%22…%22. The value ends at an encoded & or ".
     (
         "assignment",
         re.compile(
-            r"(?:password|passwd|pwd|token|secret|api_?key|apikey|access_?key)%3D"
-            r"([^&\s\"'<>%]{2,}(?:%[0-9A-Fa-f]{2}[^&\s\"'<>%]*)*)",
+            r"(?:password|passwd|pwd|token|secret|api[_-]?key|access_?key)"
+            r"(?:%(?:25)?22)?%(?:25)?3[DA](?:%(?:25)?22)?"
+            r"((?:[^&\s\"'<>%]|%(?!(?:25)?2[26])(?:25)?[0-9A-F]{2})+)",
             re.IGNORECASE,
         ),
         1,
@@ -233,13 +263,38 @@ _RULES: list[tuple] = [
     ),
 ]
 
+# Programs whose --password takes the next word as the password.
+_PASSWORD_PROGRAMS = re.compile(
+    r"(?:^|[\s;&|(/])(?:mysql\w*|mariadb[\w-]*|mongo\w*|docker|podman|nerdctl|helm|redis-cli"
+    r"|sshpass|pgcli|twine|rabbitmqctl|keytool|openssl|zip|7z|wget|curl|vncpasswd|htpasswd)\b",
+    re.IGNORECASE | re.MULTILINE,  # ^: the line's start, where the search begins
+)
+
+
+_DOCKER_LOGIN = re.compile(r"\b(?:docker|podman|nerdctl)[ \t]+login\b")
+_CURL = re.compile(r"\bcurl\b")
+
+
+def _after_a_program(
+    match: re.Match, program: re.Pattern = _PASSWORD_PROGRAMS, hint: str = ""
+) -> bool:
+    """Whether `program` is named earlier on the match's line (300 characters back);
+    `hint`, a word the program's name holds, is looked for first (much faster)."""
+    text = match.string
+    window = max(match.start() - 300, 0)
+    line_start = text.rfind("\n", window, match.start()) + 1 or window
+    if hint and text.find(hint, line_start, match.start()) == -1:
+        return False
+    return bool(program.search(text, line_start, match.start()))
+
+
 # NAME=value or NAME: value where the name ends in a secret word (HF_TOKEN, db_password,
 # client_secret, api_key...). `==` (pip pins) and names that only start with one
 # (`tokenizers`) do not match. The pattern starts at the secret word itself: a pattern for
 # the whole name would try every position of a long identifier (quadratic time on
 # hostile input), and the rest of the name stays as it was anyway.
 _ASSIGNMENT = re.compile(
-    r"(?P<name>password|passwd|passphrase|contrase(?:ñ|n)a|token|secret|secret_?key|api_?key"
+    r"(?P<name>password|passwd|passphrase|contrase(?:ñ|n)a|token|secret|secret_?key|api[_-]?key"
     r"|access_?key|private_?key)"
     r"(?P<sep>[\"']?[ \t]*[=:](?!=)[ \t]*)"
     r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|<[^<>\n]{0,80}>|[^\s\"',;()\[\]{}&]+)",
@@ -379,6 +434,8 @@ def redact(text: str, *, known_secrets: tuple[str, ...] | list[str] = ()) -> Red
             found[0] += 1
             if group == 0:
                 return REMOVED
+            if isinstance(group, tuple):  # alternatives: the one that took part
+                group = next(g for g in group if m.group(g) is not None)
             return (
                 m.group(0)[: m.start(group) - m.start()]
                 + REMOVED
