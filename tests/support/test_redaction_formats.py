@@ -77,6 +77,14 @@ POSITIVES = [
         "b3BlbnNzaC1rZXk",
     ),
     ("assignment", "contraseña: Hunter2024", "Hunter2024"),
+    # Invisible characters that have a use elsewhere, inside a token; tokens wrapped.
+    ("huggingface_token", f"HF {HF34[:9]}\ufe0f{HF34[9:]}", HF34[9:]),
+    ("huggingface_token", f"HF {HF34[:9]}\U000e0020{HF34[9:]}", HF34[9:]),
+    ("huggingface_token", f"HF {HF34[:9]}\u034f{HF34[9:]}", HF34[9:]),
+    ("huggingface_token", f"HF {HF34[:9]}\u3164{HF34[9:]}", HF34[9:]),
+    ("huggingface_token", f"--token {HF34[:20]}\\\n  {HF34[20:]}", HF34[20:]),
+    ("openai_key", "sk-proj-A1b2C3d4E5f6G7h8I9j0\nK1l2M3n4O5p6Q7r8", "K1l2M3n4O5p6Q7r8"),
+    ("github_token", "ghp_1234567890abcdefghijABCDEFGHIJ\r\n123456aBc", "123456aBc"),
     # Passwords on command lines and in headers, whatever they look like.
     ("command_password", "mysql -u root --password hunter app", " hunter "),
     ("command_password", "mysql -u root --password 'caballo correcto' app", "caballo correcto"),
@@ -143,6 +151,12 @@ def test_the_line_after_a_complete_token_stays():
     assert result.text == f"{REMOVED}\nnext line"
 
 
+@pytest.mark.parametrize("line", ["12345678", "Gracias", "ThanksAgain", "línea siguiente"])
+def test_a_word_or_a_number_after_a_token_is_not_its_wrapped_rest(line):
+    token = "sk-proj-A1b2C3d4E5f6G7h8I9j0"
+    assert redact(f"{token}\n{line}\n").text == f"{REMOVED}\n{line}\n"
+
+
 NEGATIVES = {
     "base58 without a checksum": "txid 5HpjKrb7dH5kKQQzmbjB87Mxova7mek5bXUTWfndcX6tBoqUwzz",
     "a short array": "shape = [1, 3, 224, 224]",
@@ -157,6 +171,10 @@ NEGATIVES = {
     "-----END PUBLIC KEY-----",
     "a putty public part": "Public-Lines: 2\nAAAAC3NzaC1lZDI1NTE5AAAAIOdummydummydummydummy\nmy",
     "a key described": "the -- BEGIN line of a private key -- is missing",
+    "keycap and symbol emoji": "paso 1\ufe0f\u20e3 hecho ☺\ufe0f y #\ufe0f\u20e3",
+    "a flag made of tag characters": "🏴"
+    + "".join(chr(0xE0000 + ord(c)) for c in "gbsct")
+    + "\U000e007f",
     "la opción descrita": "usa la opción --password y escribe la clave cuando la pida",
     "mysql prompting": "mysql -u root --password --host db app",
     "mysql password from a variable": "mysql -u root --password $MYSQL_PWD app",

@@ -141,7 +141,7 @@ _RULES: list[tuple] = [
         "huggingface_token",
         re.compile(
             _NOT_ALNUM_BEFORE
-            + r"hf_(?P<first>[A-Za-z0-9]{4,33})[ \t]*\r?\n[ \t]*(?P<rest>[A-Za-z0-9]{1,36})"
+            + r"hf_(?P<first>[A-Za-z0-9]{4,33})[ \t]*\\?\r?\n[ \t]*(?P<rest>[A-Za-z0-9]{1,36})"
             + _NOT_ALNUM_AFTER
         ),
         0,
@@ -400,7 +400,25 @@ def _assignment(match: re.Match, counter: list[int]) -> str:
 _INVISIBLE = re.compile(
     "[\u00ad\u180e\u200b\u200c\u200e\u200f\u202a-\u202e\u2060-\u2064"
     "\u2066-\u2069\ufeff]|(?<![\x80-\U0010ffff])\u200d|\u200d(?![\x80-\U0010ffff])"
+    # Characters that show nothing but have a use elsewhere (variation selectors and tag
+    # characters build emoji, the grapheme joiner and the fillers belong to some scripts):
+    # they go only between two visible ASCII characters, where they can only hide a split.
+    "|(?<=[!-~])[\u034f\u061c\u115f\u1160\u17b4\u17b5\u3164\uffa0\ufe00-\ufe0f"
+    "\U000e0000-\U000e007f]+(?=[!-~])"
 )
+# The rest of a token that a terminal or an editor wrapped onto the next line: a whole line
+# of token characters right after a removed one, mixing upper case, lower case and digits
+# (a word or a number on the next line is not part of it).
+_WRAPPED_REST = re.compile(
+    re.escape(REMOVED) + r"([ \t]*\\?\r?\n[ \t]*)([A-Za-z0-9_\-]{6,200})(?=[ \t]*(?:\r?\n|\Z))"
+)
+
+
+def _rest_of_a_token(match: re.Match) -> str:
+    rest = match.group(2)
+    if any(c.isdigit() for c in rest) and rest.lower() != rest and rest.upper() != rest:
+        return REMOVED
+    return match.group(0)
 
 
 def normalise(text: str) -> str:
@@ -444,6 +462,9 @@ def redact(text: str, *, known_secrets: tuple[str, ...] | list[str] = ()) -> Red
 
         text = pattern.sub(replace, text)
         add(kind, found[0])
+
+    if counts:
+        text = _WRAPPED_REST.sub(_rest_of_a_token, text)
 
     counter = [0]
     text = _ASSIGNMENT.sub(lambda m: _assignment(m, counter), text)
