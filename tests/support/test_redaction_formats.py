@@ -214,8 +214,25 @@ def test_a_token_as_a_file_name_is_removed():
         png_bytes(extra_chunks=[(b"tEXt", b"Comment\x00" + HF.encode())]),
         jpeg_bytes(trailer=f"key {HF}".encode()),
         jpeg_bytes(comment=HF.encode()),
+        png_bytes(extra_chunks=[(b"prVt", f"token {HF}".encode())]),
+        png_bytes(extra_chunks=[(b"eXIf", b"MM\x00*\x00\x00\x00\x08" + HF.encode())]),
+        jpeg_bytes(segments=[(b"\xe1", b"Exif\x00\x00MM\x00*" + HF.encode())]),
+        jpeg_bytes(
+            segments=[(b"\xe1", b"http://ns.adobe.com/xap/1.0/\x00<x:xmpmeta>" + HF.encode())]
+        ),
+        jpeg_bytes(segments=[(b"\xed", b"Photoshop 3.0\x00" + HF.encode())]),
     ],
-    ids=["png trailer", "png text chunk", "jpeg trailer", "jpeg comment"],
+    ids=[
+        "png trailer",
+        "png text chunk",
+        "jpeg trailer",
+        "jpeg comment",
+        "png private chunk",
+        "png exif chunk",
+        "jpeg exif",
+        "jpeg xmp",
+        "jpeg app13",
+    ],
 )
 def test_text_hidden_in_an_image_is_cut_off_and_reported(image):
     ticket = problem_ticket(owner=make_user(), attachments=[services.Upload("shot.img", image)])
@@ -227,7 +244,14 @@ def test_text_hidden_in_an_image_is_cut_off_and_reported(image):
 
 
 def test_a_clean_image_is_stored_as_it_came():
-    for image in (png_bytes(), jpeg_bytes()):
+    profile = (b"\xe2", b"ICC_PROFILE\x00\x01\x01" + b"\x00" * 16)
+    drawing = [(b"gAMA", (45455).to_bytes(4, "big")), (b"pHYs", b"\x00" * 9)]
+    for image in (
+        png_bytes(),
+        jpeg_bytes(),
+        png_bytes(extra_chunks=drawing),
+        jpeg_bytes(segments=[profile]),
+    ):
         ticket = problem_ticket(owner=make_user(), attachments=[services.Upload("s.png", image)])
         attachment = Attachment.objects.get(message__ticket=ticket)
         assert bytes(attachment.data) == image
