@@ -89,14 +89,17 @@ def png_bytes(*, extra_chunks=(), trailer=b"") -> bytes:
     return b"\x89PNG\r\n\x1a\n" + body + chunk(b"IDAT", pixels) + chunk(b"IEND", b"") + trailer
 
 
-def jpeg_bytes(*, comment=b"", trailer=b"") -> bytes:
-    """A JPEG's segment structure: SOI, APP0 (JFIF), an optional COM, SOS with scan data
-    (a stuffed 0xFF00 and a restart marker inside), EOI, then an optional trailer."""
+def jpeg_bytes(*, comment=b"", trailer=b"", segments=()) -> bytes:
+    """A JPEG's segment structure: SOI, APP0 (JFIF), optional (marker, data) segments and
+    COM, SOS with scan data (a stuffed 0xFF00 and a restart marker inside), EOI, then an
+    optional trailer."""
 
     def segment(marker, data):
         return b"\xff" + marker + (len(data) + 2).to_bytes(2, "big") + data
 
     out = b"\xff\xd8" + segment(b"\xe0", b"JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00")
+    for marker, data in segments:
+        out += segment(marker, data)
     if comment:
         out += segment(b"\xfe", comment)
     out += segment(b"\xda", b"\x01\x01\x00\x00\x3f\x00")

@@ -1,14 +1,24 @@
-"""Screenshots: only the image is stored, without text metadata or bytes after its end.
+"""Screenshots: only the image is stored, without metadata or bytes after its end.
 
-A screenshot is stored as it came, but only the image itself: bytes appended after its
-end (where text hides from a viewer) and PNG text chunks / JPEG comments are cut off.
-Their text is still scanned, so the notice says what they held.
+A screenshot is stored as it came, but only what draws it: bytes appended after its end
+(where text hides from a viewer), and every part that holds data a viewer does not show
+(PNG text, EXIF and private chunks; JPEG comments, EXIF, XMP and other application
+segments) are cut off. What they held is still scanned, so the notice says what it was.
 
 Apart from the text rules because it parses PNG chunks and JPEG segments, not text.
 """
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-_PNG_TEXT_CHUNKS = {b"tEXt", b"zTXt", b"iTXt"}
+# The chunks that draw the image (critical ones, colour, transparency, animation); any
+# other (tEXt, zTXt, iTXt, eXIf, tIME, a program's private chunk) can carry any text.
+_PNG_DRAWING_CHUNKS = {
+    b"IHDR", b"PLTE", b"IDAT", b"IEND", b"tRNS", b"gAMA", b"cHRM", b"sRGB", b"iCCP", b"sBIT",
+    b"pHYs", b"bKGD", b"hIST", b"acTL", b"fcTL", b"fdAT", b"cICP", b"mDCV", b"cLLI",
+}  # fmt: skip
+# JPEG application segments that change how it is drawn: APP0 (JFIF), APP2 (ICC colour
+# profile), APP14 (Adobe colour transform). APP1 (EXIF, XMP), the other APPn and comments
+# (0xFE) go.
+_JPEG_KEPT_APP = {0xE0, 0xE2, 0xEE}
 
 
 class NotAnImage(ValueError):
@@ -36,7 +46,7 @@ def _png_split(data: bytes) -> tuple[bytes, bytes]:
         end = pos + 12 + length
         if end > len(data):
             raise NotAnImage
-        (dropped if kind in _PNG_TEXT_CHUNKS else kept).append(data[pos:end])
+        (kept if kind in _PNG_DRAWING_CHUNKS else dropped).append(data[pos:end])
         pos = end
         if kind == b"IEND":
             dropped.append(data[pos:])
@@ -81,5 +91,6 @@ def _jpeg_split(data: bytes) -> tuple[bytes, bytes]:
             kept.append(data[pos:scan])
             pos = scan
             continue
-        (dropped if marker == 0xFE else kept).append(data[pos:end])
+        metadata = marker == 0xFE or (0xE0 <= marker <= 0xEF and marker not in _JPEG_KEPT_APP)
+        (dropped if metadata else kept).append(data[pos:end])
         pos = end

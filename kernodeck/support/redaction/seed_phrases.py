@@ -5,6 +5,9 @@ with any separators, numbered or bulleted, one per line, or cut to the four lett
 identify each word. Its last word carries a checksum: a run whose checksum holds is
 certainly a phrase; a run where nearly all words are on one list is removed too (a typo
 or a changed word breaks the checksum but not the danger), and the notice says so.
+Words of the customer's prose that happen to be on a list ("my seed phrase:", "mi
+frase:") stay when a separator the phrase does not use sets them apart; a phrase numbered
+in two columns (1, 7, 2, 8…) is checked in the order of its numbers.
 
 Apart from the text rules because this is a search over word lists with its own checksum
 arithmetic, not a pattern; `text.redact` runs it last.
@@ -13,8 +16,10 @@ arithmetic, not a pattern; `text.redact` runs it last.
 import hashlib
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 
 from kernodeck.support.redaction.findings import REMOVED
 
@@ -28,6 +33,13 @@ _TOKEN = re.compile(r"[^\W\d_]+")
 _GAP = re.compile(r"[\s\d.,;:|/\\()\[\]#*•·‣◦▪\-" "\u2013\u2014" r"\"'=>]{1,16}")
 _LONG_NUMBER = re.compile(r"\d{3}")
 _NUMBERING_BEFORE = re.compile(r"(?:[-*•·‣◦▪]\s?|\(?\d{1,2}[.):\]]?\s?)\Z")
+_NUMBER_BEFORE = re.compile(r"(?<!\d)(\d{1,2})[.):\]\-]?[ \t]*\Z")
+
+
+def _number_before(text: str, start: int) -> int | None:
+    """The number of a numbered list written just before a word (`7. `, `7) `, `(7)`)."""
+    found = _NUMBER_BEFORE.search(text, max(0, start - 6), start)
+    return int(found.group(1)) if found else None
 
 
 def _fold(word: str) -> str:
@@ -124,12 +136,13 @@ def _chains(text: str):
         yield chain
 
 
-def _phrase_groups(indexes: list[int | None]):
-    """(first, last + 1, checksum valid) for each stretch of at least 12 words where at
-    most one word in twelve is not on the list."""
+def _groups(indexes: list[int | None], first: int, last: int):
+    """(first, last + 1) of each stretch of at least 12 words between `first` and `last`
+    where at most one word in twelve is not on the list."""
     runs = []
     start = None
-    for i, value in enumerate([*indexes, None]):
+    for i in range(first, last + 1):
+        value = indexes[i] if i < last else None
         if value is not None and start is None:
             start = i
         elif value is None and start is not None:
@@ -138,15 +151,91 @@ def _phrase_groups(indexes: list[int | None]):
     groups = []
     for run in runs:
         if groups:
-            first, last, misses = groups[-1]
-            if run[0] == last + 1 and misses + 1 <= (run[1] - first) // _SEED_MIN:
-                groups[-1] = (first, run[1], misses + 1)
+            begin, end, misses = groups[-1]
+            if run[0] == end + 1 and misses + 1 <= (run[1] - begin) // _SEED_MIN:
+                groups[-1] = (begin, run[1], misses + 1)
                 continue
         groups.append((run[0], run[1], 0))
-    for first, last, _misses in groups:
-        if last - first < _SEED_MIN:
-            continue
-        yield first, last, _checksum_somewhere(indexes[first:last])
+    return [(begin, end) for begin, end, _misses in groups if end - begin >= _SEED_MIN]
+
+
+def _phrase_groups(indexes: list[int | None], shapes: list[str], numbers: list[int | None]):
+    """(first, last + 1, checksum valid) for each phrase: a phrase whose checksum holds,
+    set apart from the list words around it (see `_next_phrase`), goes alone; the rest of a
+    stretch goes whole when it still is a stretch. `shapes[i]` is the separator between
+    words i and i + 1 (see `_shape`), `numbers[i]` the number written before word i."""
+    for first, last in _groups(indexes, 0, len(indexes)):
+        pos = first
+        while last - pos >= _SEED_MIN:
+            found = _next_phrase(indexes, shapes, numbers, pos, first, last)
+            if found is None:
+                break
+            yield from _unchecked(indexes, shapes, pos, found[0])
+            yield found[0], found[1], True
+            pos = found[1]
+        yield from _unchecked(indexes, shapes, pos, last)
+
+
+_EDGE = 5  # list words of prose at either end of a stretch: "my wallet seed phrase:"
+
+
+def _unchecked(indexes, shapes, first: int, last: int):
+    """The stretches between `first` and `last` (no phrase whose checksum holds found in
+    them), each without the few words at its ends that a separator found nowhere else in
+    it sets apart (the colon of "mi frase:\n…"), as long as twelve words remain."""
+    for begin, end in _groups(indexes, first, last):
+        counts = Counter(shapes[begin : end - 1])
+        for cut in range(begin + 1, min(begin + _EDGE, end - _SEED_MIN) + 1):
+            if counts[shapes[cut - 1]] == 1:
+                begin = cut
+                break
+        for cut in range(end - 1, max(end - _EDGE, begin + _SEED_MIN) - 1, -1):
+            if counts[shapes[cut - 1]] == 1:
+                end = cut
+                break
+        yield begin, end, _checksum_somewhere(indexes[begin:end])
+
+
+def _shape(gap: str) -> str:
+    """A separator without its numbers and with spaces collapsed: `\n2. ` and `\n10. `
+    are one shape."""
+    return re.sub(r"[ \t]+", " ", re.sub(r"\d+", "", gap))
+
+
+def _in_order(indexes: list[int], numbers: list[int | None]) -> list[int]:
+    """The words in the order of their numbers when they are numbered 1 to n (a phrase
+    copied in two columns reads 1, 7, 2, 8…), else as written."""
+    if None not in numbers and sorted(numbers) == list(range(1, len(numbers) + 1)):
+        return [index for _number, index in sorted(zip(numbers, indexes, strict=True))]
+    return indexes
+
+
+def _next_phrase(indexes, shapes, numbers, pos: int, first: int, last: int):
+    """(start, stop) of the first phrase from `pos` on (the longest at its start) whose
+    checksum holds and that is set apart from the stretch's other words: what stands
+    between them is not one of the phrase's own separators ("my seed phrase:\n…",
+    "mi frase: …"). A window whose checksum holds by chance (one in sixteen for twelve
+    words) inside a longer phrase with a typo is not set apart, so it leaves no word of
+    that phrase behind."""
+    for start in range(pos, last - _SEED_MIN + 1):
+        if start > first and shapes[start - 1] == shapes[start]:
+            continue  # a cheap refusal: the same separator on both sides
+        for length in reversed(SEED_LENGTHS):
+            stop = start + length
+            if stop > last or (stop < last and shapes[stop - 1] == shapes[stop - 2]):
+                continue
+            window = indexes[start:stop]
+            if None in window:
+                continue
+            if not bip39_checksum_valid(_in_order(window, numbers[start:stop])):
+                continue
+            inner = set(shapes[start : stop - 1])
+            if start > first and shapes[start - 1] in inner:
+                continue
+            if stop < last and shapes[stop - 1] in inner:
+                continue
+            return start, stop
+    return None
 
 
 def _checksum_somewhere(indexes: list[int | None]) -> bool:
@@ -190,9 +279,11 @@ def remove_seed_phrases(text: str) -> tuple[str, int, int]:
             longest = max(longest, run)
         if longest < 5:
             continue
+        shapes = [_shape(text[a.end() : b.start()]) for a, b in pairwise(chain)]
+        numbers = [_number_before(text, m.start()) for m in chain]
         for wordlist in bip39_lists():
             indexes = [wordlist.lookup(word) for word in folded]
-            for first, last, valid in _phrase_groups(indexes):
+            for first, last, valid in _phrase_groups(indexes, shapes, numbers):
                 start = chain[first].start()
                 before = _NUMBERING_BEFORE.search(text, max(0, start - 5), start)
                 if before is not None:

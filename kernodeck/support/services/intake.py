@@ -300,7 +300,7 @@ def _attachments_prepare(uploads, clean) -> list[dict]:
         if content_type == "text/plain":
             data = clean(data.decode("utf-8")).encode("utf-8")
         else:
-            # Only the image is kept; what hid after its end or in its text metadata is
+            # Only what draws the image is kept; what hid after its end or in its metadata is
             # scanned so the notice tells the customer, then dropped.
             data, dropped = redaction.image_split(data)
             if dropped:
