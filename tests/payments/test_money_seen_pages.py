@@ -6,10 +6,11 @@ import pytest
 from django.urls import reverse
 
 from kernodeck.orders.models import PaymentState
-from kernodeck.payments.models import PaymentIntent
+from kernodeck.payments.models import IntentStatus, PaymentIntent
+from kernodeck.settlement import topups as settlement_topups
 from tests.factories import make_user
 from tests.ledger.helpers import funded_account
-from tests.payments.test_money_seen import overpaid_usdc
+from tests.payments.test_money_seen import observed, overpaid_usdc
 
 pytestmark = pytest.mark.django_db
 EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
@@ -81,3 +82,62 @@ def test_paying_from_the_balance_by_hand_is_still_refused(client, configured, fr
 
     order.refresh_from_db()
     assert order.payment_state == PaymentState.AWAITING_PAYMENT
+
+
+def _overpay(intent):
+    from kernodeck.payments import watching
+
+    watching.transfer_record(observed(intent, amount=intent.amount_units * 2), intent=intent)
+    return watching.payment_intent_reconcile(intent_id=intent.pk)
+
+
+def test_a_top_up_under_review_asks_before_new_instructions(client, configured, fresh_rates):
+    account = make_user()
+    topup, intent = settlement_topups.topup_create(
+        account=account, amount_usd="100", method_code="usdt-tron"
+    )
+    assert _overpay(intent).status == IntentStatus.OVERPAID
+    client.force_login(account)
+
+    page = client.get(reverse("ledger:topup", args=[topup.pk]), **EN).content.decode()
+    assert "A payment is being checked" in page
+    assert "Get payment instructions" not in page
+    assert "I am making a different payment" in page
+
+    pay = reverse("ledger:topup_pay", args=[topup.pk])
+    step = client.post(pay, {"method": "trx-tron"}, **EN)
+    assert "Is this a different payment?" in step.content.decode()
+    assert topup.intents.count() == 1
+    client.post(pay, {"method": "trx-tron", "different_payment": "yes"}, **EN)
+    assert topup.intents.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)  # the rental's slots are taken after commit
+def test_an_extension_offer_under_review_asks_before_new_instructions(
+    client, configured, fresh_rates
+):
+    from kernodeck.support import services as support_services
+    from tests.support.helpers import active_rental, fund
+    from tests.support.test_extensions import offered
+
+    order = active_rental()
+    extension = offered(order, days=3)
+    intent = support_services.extension_payment_create(
+        extension=extension, method_code="usdt-tron", actor=order.owner
+    )
+    assert _overpay(intent).status == IntentStatus.OVERPAID
+    fund(order.owner, "1000.00")
+    client.force_login(order.owner)
+    ticket = extension.ticket
+
+    page = client.get(reverse("support:detail", args=[ticket.pk]), **EN).content.decode()
+    assert "A payment is being checked" in page
+    assert "from my balance" not in page
+    assert "Get payment instructions" not in page
+
+    pay = reverse("support:extension_pay", args=[ticket.pk, extension.pk])
+    step = client.post(pay, {"method": "trx-tron"}, **EN)
+    assert "Is this a different payment?" in step.content.decode()
+    assert extension.intents.count() == 1
+    client.post(pay, {"method": "trx-tron", "different_payment": "yes"}, **EN)
+    assert extension.intents.count() == 2
