@@ -4,7 +4,7 @@ from django.db.models import Sum
 
 from kernodeck.core import clock
 from kernodeck.core.errors import NotFound
-from kernodeck.ledger.models import LedgerEntry, TopUp, TopUpStatus
+from kernodeck.ledger.models import EntryKind, LedgerEntry, TopUp, TopUpStatus
 from kernodeck.orders.selectors import intents_prefetch
 
 
@@ -42,6 +42,15 @@ def topups_open_count(*, account) -> int:
 def topups_pending_usd(*, account) -> Decimal:
     total = topups_pending(account=account).aggregate(total=Sum("amount_usd"))["total"]
     return (total or Decimal("0")).quantize(Decimal("0.01"))
+
+
+def order_balance_payment(*, order) -> dict | None:
+    """What the balance paid for an order, read from the ledger: the charge's amount (a
+    positive USD figure) and when, or None when the balance paid nothing."""
+    entry = LedgerEntry.objects.filter(kind=EntryKind.ORDER_CHARGE, order=order).first()
+    if entry is None:
+        return None
+    return {"amount_usd": -entry.amount_usd, "at": entry.created_at, "sequence": entry.sequence}
 
 
 def statement(*, account):

@@ -124,7 +124,13 @@ TIMELINE_LABELS = {
 }
 
 
+def _paid_from_balance(event) -> bool:
+    return event.action == "order.settled" and (event.data or {}).get("paid_with") == "balance"
+
+
 def _timeline_label(event) -> str:
+    if _paid_from_balance(event):
+        return str(gettext_lazy("Paid from your balance"))
     if event.action == "order.rental_state_changed" and event.after.get("rental_state"):
         state = event.after["rental_state"]
         label = RentalState(state).label if state in RentalState.values else state
@@ -140,7 +146,8 @@ def order_timeline(*, order: Order):
             "at": event.created_at,
             "action": event.action,
             "label": _timeline_label(event),
-            "by_customer": event.actor_id == order.owner_id,
+            # "Paid from your balance" says who already; "(by you)" would say it twice.
+            "by_customer": event.actor_id == order.owner_id and not _paid_from_balance(event),
             "data": event.after or event.data,
         }
         for event in events
