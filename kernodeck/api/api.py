@@ -1,6 +1,7 @@
 """The JSON API at /api/v1: one NinjaAPI, the domains' routers, one error shape.
 
-Every error answers {"detail": "<words a person understands>"} with a fitting status.
+Every error answers {"detail": "<words a person understands>"} with a fitting status, and
+a refusal a program may want to tell apart also a stable `code` (e.g. "payments_seen").
 """
 
 import functools
@@ -32,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 class ErrorOut(Schema):
     detail: str
+    code: str | None = None
 
 
 # Error answers the document lists, and when each can happen (see docs/architecture.md).
@@ -40,7 +42,11 @@ ERRORS = {
     401: "No valid API token: send `Authorization: Bearer <token>`.",
     403: "The token's account may not do this.",
     404: "No such object on your account.",
-    409: "The object's state does not allow this now (e.g. already settled, not enough units).",
+    409: (
+        "The object's state does not allow this now (e.g. already settled, not enough "
+        "units). `code` is `payments_seen` when money for it was already seen on chain and "
+        'is being checked (new instructions then need `"different_payment": true`).'
+    ),
     413: "The request body is over the size limit.",
     422: "A field is not valid; `detail` starts with its name.",
     429: "Too many attempts; wait for the `Retry-After` seconds.",
@@ -208,8 +214,9 @@ api.add_router("/", sizing_router)
 api.add_router("/", support_router)
 
 
-def _detail(request, message: str, status: int, headers: dict | None = None):
-    response = api.create_response(request, {"detail": message}, status=status)
+def _detail(request, message: str, status: int, headers: dict | None = None, *, code=""):
+    body = {"detail": message, "code": code} if code else {"detail": message}
+    response = api.create_response(request, body, status=status)
     for name, value in (headers or {}).items():
         response[name] = value
     return response
@@ -254,7 +261,7 @@ def on_service_error(request, exc):
     if isinstance(exc, Unauthenticated):
         # A 401 names its scheme (RFC 9110): the token that a right pair would give.
         return _detail(request, exc.message, exc.status, {"WWW-Authenticate": "Bearer"})
-    return _detail(request, exc.message, exc.status)
+    return _detail(request, exc.message, exc.status, code=exc.code)
 
 
 @api.exception_handler(HttpError)

@@ -7,6 +7,8 @@ form or as a page message.
 
 class ServiceError(Exception):
     status = 400
+    # A stable word a program can test (the API answers it as `code`); empty for most.
+    code = ""
 
     def __init__(self, message, *, field=None):
         super().__init__(message)

@@ -44,6 +44,15 @@ def topups_pending_usd(*, account) -> Decimal:
     return (total or Decimal("0")).quantize(Decimal("0.01"))
 
 
+def order_balance_payment(*, order) -> dict | None:
+    """What the balance paid for an order, read from the ledger: the charge's amount (a
+    positive USD figure) and when, or None when the balance paid nothing."""
+    entry = LedgerEntry.objects.filter(kind=EntryKind.ORDER_CHARGE, order=order).first()
+    if entry is None:
+        return None
+    return {"amount_usd": -entry.amount_usd, "at": entry.created_at, "sequence": entry.sequence}
+
+
 def statement(*, account):
     """Every entry, newest first, with its causes loaded."""
     return (

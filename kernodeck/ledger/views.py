@@ -17,6 +17,7 @@ from kernodeck.ledger import selectors, services
 from kernodeck.ledger.forms import TopUpForm
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.payments import selectors as payment_selectors
+from kernodeck.payments import services as payment_services
 from kernodeck.settlement import orders as settlement_orders
 from kernodeck.settlement import topups as settlement_topups
 
@@ -88,6 +89,22 @@ def topup_detail(request, topup_id):
             # An operator's decision on one of its payments ends the wait (not "pending").
             "decided_intent": next((i for i in intents if i.resolution), None),
             "methods": payment_selectors.methods_overview() if live is None else [],
+            "money_seen": payment_selectors.money_seen_among(intents),
+        },
+    )
+
+
+def _different_payment_confirm(request, topup, seen, method_code):
+    """Money for the top-up is being checked: new instructions only for a different
+    payment (issue 23); the same step as an order's."""
+    return render(
+        request,
+        "payments/different_payment_confirm.html",
+        {
+            "money_seen": seen,
+            "method_code": method_code,
+            "action": reverse("ledger:topup_pay", args=[topup.pk]),
+            "back_url": reverse("ledger:topup", args=[topup.pk]),
         },
     )
 
@@ -96,10 +113,17 @@ def topup_detail(request, topup_id):
 @require_POST
 def topup_pay(request, topup_id):
     topup = _owned_topup(request, topup_id)
+    method_code = request.POST.get("method", "")
+    different_payment = request.POST.get("different_payment") == "yes"
     try:
         intent = settlement_topups.topup_new_instructions(
-            topup=topup, method_code=request.POST.get("method", ""), actor=request.user
+            topup=topup,
+            method_code=method_code,
+            actor=request.user,
+            different_payment=different_payment,
         )
+    except payment_services.PaymentsSeen as exc:
+        return _different_payment_confirm(request, topup, exc.seen, method_code)
     except ServiceError as exc:
         messages.error(request, exc.message)
         return redirect("ledger:topup", topup_id=topup.pk)
@@ -173,6 +197,11 @@ def pay_with_balance(request, reference):
         order = order_selectors.order_get_for_owner(owner=request.user, reference=reference)
     except NotFound:
         raise Http404 from None
+    seen = payment_selectors.order_money_seen(order=order)
+    if seen:
+        # Not even the step: money for the order is being checked (issue 23).
+        messages.error(request, payment_services.PaymentsSeen(seen, from_balance=True).message)
+        return redirect("orders:detail", reference=order.reference)
     if request.POST.get("confirm") != "yes":
         declared = payment_selectors.order_declared_unverified(order=order)
         warning = (

@@ -124,10 +124,16 @@ def _decision_reason(event: AuditEvent) -> str:
     return str((decision.after or {}).get("reason") or "") if decision else ""
 
 
+def _paid_from_balance(event: AuditEvent) -> bool:
+    return event.action == "order.settled" and (event.data or {}).get("paid_with") == "balance"
+
+
 def _words(event: AuditEvent) -> tuple[str, str]:
     """(label, detail) of one event, in the active language."""
     after, data = event.after or {}, event.data or {}
     action = event.action
+    if _paid_from_balance(event):
+        return _("Paid from your balance"), ""
     if action == "order.rental_state_changed":
         state = after.get("rental_state", "")
         reason = str(data.get("reason") or "")
@@ -190,7 +196,10 @@ def timeline_entries(*, order: Order, events, staff: bool = False) -> list[dict]
                 "action": event.action,
                 "label": label,
                 "detail": detail,
-                "by_customer": event.actor_id is not None and event.actor_id == order.owner_id,
+                # "Paid from your balance" says who already; "(by you)" would say it twice.
+                "by_customer": event.actor_id is not None
+                and event.actor_id == order.owner_id
+                and not _paid_from_balance(event),
                 "data": event.after or event.data,
             }
         )

@@ -96,6 +96,10 @@ def detail(request, reference):
             "live_intent": live,
             "methods": payment_selectors.methods_overview() if live is None else [],
             "declared": any(i.declared_at for i in intents),
+            "money_seen": payment_selectors.money_seen_among(intents),
+            "balance_payment": ledger_selectors.order_balance_payment(order=order)
+            if order.payment_state == "settled"
+            else None,
             "balance_available": ledger_selectors.balance_available(account=order.owner),
             "reminder_banner": notification_selectors.rental_reminder_banner(
                 order=order, viewer=request.user

@@ -4,6 +4,7 @@ from datetime import datetime
 
 from ninja import Field, Router, Schema, Status
 from ninja.decorators import decorate_view
+from pydantic import StrictBool
 
 from kernodeck.core import idempotency
 from kernodeck.core.money import usd_str
@@ -93,6 +94,15 @@ class PayIn(InputSchema):
         description="A payment method's code (GET /payment-methods).",
         json_schema_extra={"enum": [spec.code for spec in METHODS]},
     )
+    # Strict: only JSON true, as the balance's `confirm`.
+    different_payment: StrictBool = Field(
+        False,
+        description=(
+            "Money already seen on chain for this and still being checked refuses new "
+            "instructions (409, code `payments_seen`); true says this is a different "
+            "payment, not the same one sent again."
+        ),
+    )
 
 
 @router.get("/payment-methods", auth=None, response=list[MethodOut])
@@ -117,9 +127,15 @@ def payment_methods(request):
 )
 @decorate_view(idempotency.idempotent)
 def order_pay(request, reference: str, payload: PayIn):
-    """New payment instructions for an order (409 if it already has live ones)."""
+    """New payment instructions for an order (409 if it already has live ones, or, code
+    `payments_seen`, while money seen for it is checked and `different_payment` is not
+    true)."""
     intent = services.payment_intent_create_for_reference(
-        owner=request.auth, reference=reference, method_code=payload.method, actor=request.auth
+        owner=request.auth,
+        reference=reference,
+        method_code=payload.method,
+        actor=request.auth,
+        different_payment=payload.different_payment,
     )
     return Status(201, intent_out(intent))
 

@@ -8,16 +8,20 @@ from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
 from kernodeck.core.errors import NotFound
-from kernodeck.payments import methods, registry
+from kernodeck.payments import methods, registry, uris
 from kernodeck.payments.chains.adapters import NETWORKS, configured_networks
 from kernodeck.payments.models import (
     OPEN_STATUSES,
+    REVIEW_KINDS,
     ChainState,
     IntentStatus,
     PaymentIntent,
     PaymentMethod,
     Rate,
+    Transfer,
+    TransferKind,
 )
+from kernodeck.payments.vocabulary import intent_state, intent_state_key
 
 
 def rate_current(asset: str) -> Rate | None:
@@ -89,15 +93,92 @@ def intents_watched(intents) -> int:
     return sum(1 for intent in intents if intent.monitor_until > now)
 
 
+# The states (payments.vocabulary) at which money was seen and no decision was taken yet.
+SEEN_UNDECIDED_STATES = frozenset({"detected", "confirmed", "review"})
+# A decided or allocated payment's money is counted already: only a new review case reopens it.
+_DECIDED_STATES = frozenset(
+    {"decided_settled", "decided_credited", "decided_refunded", "allocated"}
+)
+_COUNTED_KINDS = (TransferKind.MATCHED, TransferKind.LATE)
+
+
+@dataclass(frozen=True)
+class MoneySeen:
+    """Money seen on chain for one set of instructions and not decided yet: what the
+    customer reads ("we have received 12.5 USDC on Ethereum; it is being checked")."""
+
+    intent: PaymentIntent
+    amounts: tuple[str, ...]  # "12.5 USDC", one per asset seen
+    network: str
+    state: str  # the vocabulary's words for the instructions
+
+
+def money_seen_among(intents) -> list[MoneySeen]:
+    """Those of `intents` (one order's, top-up's or extension offer's instructions, with
+    their method) at which money was seen and not decided: their state says so (seen,
+    confirmed but not allocated, under review), or a transfer to them is stored that the
+    reconciliation has not counted yet or that an operator must still look at.
+
+    One query for the transfers, whatever the number of intents. Paying again while this
+    list is not empty would take the money twice (issue 23)."""
+    intents = list(intents)
+    if not intents:
+        return []
+    transfers: dict = {}
+    for transfer in Transfer.objects.filter(
+        intent_id__in=[intent.pk for intent in intents], disappeared_at__isnull=True
+    ).filter(kind__in=(*_COUNTED_KINDS, *sorted(REVIEW_KINDS))):
+        transfers.setdefault(transfer.intent_id, []).append(transfer)
+    found = []
+    for intent in sorted(intents, key=lambda i: i.created_at):
+        key = intent_state_key(intent)
+        open_transfers = [
+            t
+            for t in transfers.get(intent.pk, [])
+            if (t.kind in REVIEW_KINDS and t.review_resolved_at is None)
+            or (t.kind in _COUNTED_KINDS and key not in _DECIDED_STATES)
+        ]
+        if key not in SEEN_UNDECIDED_STATES and not open_transfers:
+            continue
+        found.append(
+            MoneySeen(
+                intent=intent,
+                amounts=_amounts_seen(intent, open_transfers),
+                network=intent.method.network,
+                state=intent_state(intent).label,
+            )
+        )
+    return found
+
+
+def _amounts_seen(intent: PaymentIntent, transfers) -> tuple[str, ...]:
+    method = intent.method
+    own = sum(int(t.amount_base) for t in transfers if t.asset == method.asset)
+    own = max(own, int(intent.received_base))
+    amounts = [f"{uris.amount_text(own, method.decimals)} {method.asset}"] if own else []
+    # Another asset sent to this address: its decimals are not this method's, so no figure.
+    amounts += sorted({t.asset for t in transfers if t.asset != method.asset})
+    return tuple(amounts)
+
+
+def order_money_seen(*, order) -> list[MoneySeen]:
+    """The order's instructions with money seen and not decided (`money_seen_among`)."""
+    return money_seen_among(intents_for_order(order=order))
+
+
+def topup_money_seen(*, topup) -> list[MoneySeen]:
+    return money_seen_among(topup.intents.select_related("method"))
+
+
+def extension_money_seen(*, extension) -> list[MoneySeen]:
+    return money_seen_among(extension.intents.select_related("method"))
+
+
 def order_payment_seen(*, order) -> PaymentIntent | None:
-    """An instructions of the order at which money was seen and no decision closed the
-    case yet: paying the order otherwise now would take the money twice."""
-    return (
-        PaymentIntent.objects.filter(order=order, resolution="")
-        .exclude(status__in=(IntentStatus.PENDING, IntentStatus.EXPIRED, IntentStatus.ALLOCATED))
-        .order_by("created_at")
-        .first()
-    )
+    """The first instructions of the order at which money was seen and no decision closed
+    the case yet: paying the order otherwise now would take the money twice."""
+    seen = order_money_seen(order=order)
+    return seen[0].intent if seen else None
 
 
 def order_declared_unverified(*, order) -> list[PaymentIntent]:

@@ -29,6 +29,11 @@ def order_pay(request, reference):
     except NotFound:
         raise Http404 from None
     method_code = request.POST.get("method", "")
+    different_payment = request.POST.get("different_payment") == "yes"
+    if not different_payment:
+        seen = selectors.order_money_seen(order=order)
+        if seen:
+            return _different_payment_confirm(request, order, seen, method_code)
     declared = selectors.declared_intents(order=order)
     if declared and request.POST.get("second_transfer_understood") != "yes":
         return render(
@@ -38,12 +43,34 @@ def order_pay(request, reference):
         )
     try:
         intent = services.payment_intent_create_for_order(
-            order=order, method_code=method_code, actor=request.user
+            order=order,
+            method_code=method_code,
+            actor=request.user,
+            different_payment=different_payment,
         )
+    except services.PaymentsSeen as exc:
+        # Seen between the order page and this click: the step, with what was seen.
+        return _different_payment_confirm(request, order, exc.seen, method_code, status=409)
     except ServiceError as exc:
         messages.error(request, exc.message)
         return redirect(reverse("orders:detail", args=[order.reference]) + "#payment")
     return redirect("payments:detail", intent_id=intent.pk)
+
+
+def _different_payment_confirm(request, order, seen, method_code, *, status=200):
+    """Money for the order is being checked: new instructions only once the customer says
+    this is a different payment (issue 23)."""
+    return render(
+        request,
+        "payments/different_payment_confirm.html",
+        {
+            "money_seen": seen,
+            "method_code": method_code,
+            "action": reverse("order_pay", args=[order.reference]),
+            "back_url": reverse("orders:detail", args=[order.reference]),
+        },
+        status=status,
+    )
 
 
 def _intent_context(intent):

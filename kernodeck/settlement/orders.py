@@ -5,9 +5,7 @@ the caller's transaction; the lock order is account, order, intents, then offer.
 """
 
 from django.db import transaction
-from django.utils.translation import gettext as _
 
-from kernodeck.core.errors import Conflict
 from kernodeck.core.races import retry_lost_races
 from kernodeck.ledger import services as ledger_services
 from kernodeck.ledger.services import DeclaredPaymentPending
@@ -77,16 +75,10 @@ def order_pay_with_balance(*, order, actor, confirm: bool = False):
         if existing is not None:
             return order, existing
         order_selectors.order_check_payable(order)
-        seen = payment_selectors.order_payment_seen(order=order)
-        if seen is not None:
-            raise Conflict(
-                _(
-                    "A payment for order %(reference)s has already been seen on the "
-                    "blockchain (%(method)s). Wait for it to be confirmed, or contact support "
-                    "with the reference, instead of paying again from the balance."
-                )
-                % {"reference": order.reference, "method": seen.method}
-            )
+        # Under the order's lock, which the watcher's reconciliation also takes.
+        seen = payment_selectors.order_money_seen(order=order)
+        if seen:
+            raise payment_services.PaymentsSeen(seen, from_balance=True)
         declared = payment_selectors.order_declared_unverified(order=order)
         if declared and not confirm:
             raise DeclaredPaymentPending(order=order, declared=declared)

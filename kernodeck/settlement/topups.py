@@ -46,30 +46,40 @@ def _topup_create(*, account, amount, method_code: str, prepared):
     return topup, intent
 
 
-def topup_new_instructions(*, topup: TopUp, method_code: str, actor):
-    """New instructions (a new address) for a top-up whose earlier ones are no longer live."""
+def topup_new_instructions(
+    *, topup: TopUp, method_code: str, actor, different_payment: bool = False
+):
+    """New instructions (a new address) for a top-up whose earlier ones are no longer live,
+    refused while money seen for it is not decided (unless `different_payment`)."""
     payment_services.instructions_throttle_check(topup.account_id)
     # Refusals and any rate fetch before the lock; read once.
     prepared = payment_services.instructions_prepare(method_code)
     intent = _topup_new_instructions(
-        topup=topup, method_code=method_code, actor=actor, prepared=prepared
+        topup=topup,
+        method_code=method_code,
+        actor=actor,
+        prepared=prepared,
+        different_payment=different_payment,
     )
     payment_services.instructions_throttle_hit(topup.account_id)
     return intent
 
 
 @retry_lost_races
-def _topup_new_instructions(*, topup: TopUp, method_code: str, actor, prepared):
+def _topup_new_instructions(*, topup: TopUp, method_code: str, actor, prepared, different_payment):
     with transaction.atomic():
         topup = ledger_locks.lock_topup(topup.pk)  # account, then top-up
         ledger_services.topup_check_awaiting(topup)
-        intents = list(topup.intents.all())
+        intents = list(topup.intents.select_related("method"))
         live = payment_selectors.live_intent(intents)
         if live is not None:
             raise Conflict(
                 _("This top-up already has payment instructions valid until %(until)s UTC.")
                 % {"until": live.expires_at.strftime("%Y-%m-%d %H:%M")}
             )
+        payment_services.instructions_check_money_seen(
+            intents, different_payment=different_payment
+        )
         payment_services.instructions_check_watched_cap(intents)
         return payment_services.payment_intent_create(
             owner=topup.account,
@@ -79,4 +89,5 @@ def _topup_new_instructions(*, topup: TopUp, method_code: str, actor, prepared):
             topup=topup,
             actor=actor,
             prepared=prepared,
+            different_payment=different_payment,
         )

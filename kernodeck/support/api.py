@@ -178,6 +178,9 @@ def extension_pay(request, ticket_id: str, payload: PayIn):
     """Crypto instructions for the ticket's extension offer."""
     _ticket, extension = _offer(request, ticket_id)
     intent = services.extension_payment_create(
-        extension=extension, method_code=payload.method, actor=request.auth
+        extension=extension,
+        method_code=payload.method,
+        actor=request.auth,
+        different_payment=payload.different_payment,
     )
     return Status(201, intent_out(intent))

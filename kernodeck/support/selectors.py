@@ -8,7 +8,7 @@ from django.db.models import Count
 from kernodeck.accounts.models import User, normalize_email
 from kernodeck.core.errors import NotFound
 from kernodeck.orders import selectors as order_selectors
-from kernodeck.payments.models import IntentStatus, PaymentIntent
+from kernodeck.payments.models import PaymentIntent
 from kernodeck.provisioning import selectors as provisioning_selectors
 from kernodeck.support.models import (
     FIELD_LABELS,
@@ -167,18 +167,6 @@ def ticket_field_rows(*, ticket) -> list[tuple[str, str]]:
             value = f"{ticket.intent.method_id} · {ticket.intent.created_at:%Y-%m-%d %H:%M} UTC"
         rows.append((str(label), str(value)))
     return rows
-
-
-def extension_payment_seen(*, extension):
-    """A crypto payment of the offer at which money was seen and no decision closed the
-    case yet (like `payments.selectors.order_payment_seen` for orders)."""
-
-    return (
-        extension.intents.filter(resolution="")
-        .exclude(status__in=(IntentStatus.PENDING, IntentStatus.EXPIRED, IntentStatus.ALLOCATED))
-        .order_by("created_at")
-        .first()
-    )
 
 
 # -- Signed-out "I can't sign in" requests (staff only) --------------------------------

@@ -21,6 +21,7 @@ from kernodeck.core.requests import client_ip
 from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.payments import selectors as payment_selectors
+from kernodeck.payments import services as payment_services
 from kernodeck.support import selectors, services
 from kernodeck.support.forms import AccessRequestForm, ReplyForm, TicketForm
 from kernodeck.support.models import ExtensionStatus, Kind
@@ -159,6 +160,8 @@ def ticket_detail(request, ticket_id):
     for extension in extensions:
         # After "I have paid" on its instructions, paying from the balance says the risk.
         extension.declared_warning = services.extension_declared_warning(extension)
+        # Money seen for the offer and being checked: no second payment invited (issue 23).
+        extension.money_seen = payment_selectors.extension_money_seen(extension=extension)
     return render(
         request,
         "support/detail.html",
@@ -283,9 +286,26 @@ def extension_pay_with_balance(request, ticket_id, extension_id):
 @require_POST
 def extension_pay(request, ticket_id, extension_id):
     ticket, extension = _owned_extension(request, ticket_id, extension_id)
+    method_code = request.POST.get("method", "")
+    different_payment = request.POST.get("different_payment") == "yes"
     try:
         intent = services.extension_payment_create(
-            extension=extension, method_code=request.POST.get("method", ""), actor=request.user
+            extension=extension,
+            method_code=method_code,
+            actor=request.user,
+            different_payment=different_payment,
+        )
+    except payment_services.PaymentsSeen as exc:
+        # New instructions only for a different payment: the same step as an order's.
+        return render(
+            request,
+            "payments/different_payment_confirm.html",
+            {
+                "money_seen": exc.seen,
+                "method_code": method_code,
+                "action": reverse("support:extension_pay", args=[ticket.pk, extension.pk]),
+                "back_url": reverse("support:detail", args=[ticket.pk]),
+            },
         )
     except ServiceError as exc:
         messages.error(request, exc.message)

@@ -32,7 +32,8 @@ ENDPOINTS = [
     ("balance-page", CUSTOMER, lambda d: "/balance/", 8),
     ("balance-statement-last-page", CUSTOMER, lambda d: "/balance/?page=9999", 8),
     ("statement-csv", CUSTOMER, lambda d: "/balance/statement.csv", 3),
-    ("topup-page", CUSTOMER, lambda d: f"/balance/topups/{d.topup.pk}/", 4),
+    # One more than its instructions: the transfers seen at them (issue 23, money seen).
+    ("topup-page", CUSTOMER, lambda d: f"/balance/topups/{d.topup.pk}/", 5),
     ("account", CUSTOMER, lambda d: "/account/", 5),
     ("catalog", CUSTOMER, lambda d: "/gpus/", 7),
     ("configurator", CUSTOMER, lambda d: f"/gpus/{d.offer.slug}/", 10),

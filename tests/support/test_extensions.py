@@ -382,5 +382,5 @@ def test_balance_is_not_charged_while_a_crypto_payment_for_the_offer_is_seen(dem
     before = _snapshot(order)
     with pytest.raises(Conflict) as refused:
         services.extension_pay_with_balance(extension=extension, actor=order.owner)
-    assert "already seen on chain" in refused.value.message
+    assert "We have already received a payment for this" in refused.value.message
     assert _snapshot(order) == before

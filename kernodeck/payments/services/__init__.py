@@ -20,6 +20,8 @@ from kernodeck.payments.services.configuration import (
     rates_refresh,
 )
 from kernodeck.payments.services.instructions import (
+    PaymentsSeen,
+    instructions_check_money_seen,
     instructions_check_watched_cap,
     instructions_expiry,
     instructions_prepare,
@@ -41,6 +43,8 @@ from kernodeck.payments.services.lifecycle import (
 __all__ = [
     "CLOSABLE_STATUSES",
     "IntentClosed",
+    "PaymentsSeen",
+    "instructions_check_money_seen",
     "instructions_check_watched_cap",
     "instructions_expiry",
     "instructions_prepare",

@@ -120,6 +120,7 @@ def payment_intent_create(
     now=None,
     prepared: tuple[PaymentMethod, Rate] | None = None,
     order_event: tuple[str, object] | None = None,
+    different_payment: bool = False,
 ) -> PaymentIntent:
     """Create instructions: a new address (never reused), the exact amount, an expiry.
 
@@ -128,6 +129,8 @@ def payment_intent_create(
     not read again). `now` (default: the clock) is the creation time; the instructions
     expire KERNODECK_PAYMENT_EXPIRY_SECONDS later. `order_event` (action, order) is the
     event the order's timeline records for them, written with the intent's own.
+    `different_payment`: the customer confirmed that these are for a different payment
+    while money seen for the same thing was being checked (noted in the audit trail).
     """
     method, rate = prepared or instructions_prepare(method_code)
     wallet = registry.configured_wallets()[method.chain]
@@ -203,6 +206,7 @@ def payment_intent_create(
                     "amount_usd": str(amount_usd),
                     "rate": str(rate.usd_per_coin),
                     "rate_source": rate.source,
+                    **({"different_payment": True} if different_payment else {}),
                 },
             )
         ]
@@ -254,20 +258,66 @@ def instructions_check_watched_cap(intents) -> None:
         )
 
 
-def payment_intent_create_for_order(*, order, method_code: str, actor) -> PaymentIntent:
+class PaymentsSeen(Conflict):
+    """Money was already seen on chain for this and is not decided yet: new instructions
+    (or paying from the balance) would invite the customer to pay twice (issue 23)."""
+
+    code = "payments_seen"
+
+    def __init__(self, seen, *, from_balance: bool = False):
+        what = "; ".join(
+            _("%(amounts)s on %(network)s")
+            % {"amounts": ", ".join(item.amounts) or "—", "network": item.network}
+            for item in seen
+        )
+        if from_balance:
+            message = _(
+                "We have already received a payment for this (%(what)s); it is being "
+                "checked, so the balance is not charged. Wait for the check, or contact "
+                "support with the reference."
+            )
+        else:
+            message = _(
+                "We have already received a payment for this (%(what)s); it is being "
+                "checked. Do not pay again for the same thing. New instructions are given "
+                "only for a different payment, once you confirm that it is one."
+            )
+        super().__init__(message % {"what": what})
+        self.seen = seen
+
+
+def instructions_check_money_seen(intents, *, different_payment: bool = False) -> None:
+    """Refuse (409, `payments_seen`) new instructions while money seen at one of `intents`
+    (all the instructions of an order, top-up or offer, read under its lock) is not
+    decided, unless the customer said this is a different payment."""
+    if different_payment:
+        return
+    seen = selectors.money_seen_among(intents)
+    if seen:
+        raise PaymentsSeen(seen)
+
+
+def payment_intent_create_for_order(
+    *, order, method_code: str, actor, different_payment: bool = False
+) -> PaymentIntent:
     """New instructions for an order; refuses when it is not payable, already has live
-    ones, has too many still watched, or the account asked for too many lately."""
+    ones, money seen for it is not decided yet (unless `different_payment`), has too many
+    still watched, or the account asked for too many lately."""
     instructions_throttle_check(order.owner_id)
     prepared = instructions_prepare(method_code)  # refusals and any rate fetch before the lock
     intent = _payment_intent_create_for_order(
-        order=order, method_code=method_code, actor=actor, prepared=prepared
+        order=order,
+        method_code=method_code,
+        actor=actor,
+        prepared=prepared,
+        different_payment=different_payment,
     )
     instructions_throttle_hit(order.owner_id)
     return intent
 
 
 def payment_intent_create_for_reference(
-    *, owner, reference: str, method_code: str, actor
+    *, owner, reference: str, method_code: str, actor, different_payment: bool = False
 ) -> PaymentIntent:
     """`payment_intent_create_for_order` for the owner's order named by `reference`, without
     reading the order before its lock (the API's path: one statement fewer).
@@ -282,7 +332,12 @@ def payment_intent_create_for_reference(
         order_selectors.order_get_for_owner(owner=owner, reference=reference, with_offer=False)
         raise
     intent = _payment_intent_create_for_reference(
-        owner=owner, reference=reference, method_code=method_code, actor=actor, prepared=prepared
+        owner=owner,
+        reference=reference,
+        method_code=method_code,
+        actor=actor,
+        prepared=prepared,
+        different_payment=different_payment,
     )
     instructions_throttle_hit(owner.pk)
     return intent
@@ -290,25 +345,37 @@ def payment_intent_create_for_reference(
 
 @retry_lost_races
 def _payment_intent_create_for_reference(
-    *, owner, reference: str, method_code: str, actor, prepared
+    *, owner, reference: str, method_code: str, actor, prepared, different_payment
 ) -> PaymentIntent:
     with transaction.atomic():
         order = locks.lock_order_of_owner(owner_id=owner.pk, reference=reference)
         return _create_for_locked_order(
-            order=order, method_code=method_code, actor=actor, prepared=prepared
+            order=order,
+            method_code=method_code,
+            actor=actor,
+            prepared=prepared,
+            different_payment=different_payment,
         )
 
 
 @retry_lost_races
-def _payment_intent_create_for_order(*, order, method_code: str, actor, prepared) -> PaymentIntent:
+def _payment_intent_create_for_order(
+    *, order, method_code: str, actor, prepared, different_payment
+) -> PaymentIntent:
     with transaction.atomic():
         order = order_locks.lock_order(order.pk, owner_id=order.owner_id)  # account, order
         return _create_for_locked_order(
-            order=order, method_code=method_code, actor=actor, prepared=prepared
+            order=order,
+            method_code=method_code,
+            actor=actor,
+            prepared=prepared,
+            different_payment=different_payment,
         )
 
 
-def _create_for_locked_order(*, order, method_code: str, actor, prepared) -> PaymentIntent:
+def _create_for_locked_order(
+    *, order, method_code: str, actor, prepared, different_payment
+) -> PaymentIntent:
     """The rest of the order's instructions, under the account's and the order's locks."""
     order_selectors.order_check_payable(order)
     intents = locks.intents_of_locked_order(order)
@@ -326,6 +393,9 @@ def _create_for_locked_order(*, order, method_code: str, actor, prepared) -> Pay
                 "id": live.pk,
             }
         )
+    # Under the order's lock: the watcher's reconciliation, which writes what was seen,
+    # queues on it too, so money seen before this point is never missed here.
+    instructions_check_money_seen(intents, different_payment=different_payment)
     instructions_check_watched_cap(intents)
     # Keep the units while the customer pays: the offer is locked (if the hold lapsed)
     # before the address counter, as the lock order says.
@@ -341,5 +411,6 @@ def _create_for_locked_order(*, order, method_code: str, actor, prepared) -> Pay
         now=now,
         prepared=prepared,
         order_event=("order.payment_instructions_created", order),
+        different_payment=different_payment,
     )
     return intent

@@ -24,7 +24,7 @@ from kernodeck.payments import services as payment_services
 from kernodeck.payments.models import Purpose
 from kernodeck.provisioning.services import rental_extend
 from kernodeck.support import locks as support_locks
-from kernodeck.support import pricing, selectors
+from kernodeck.support import pricing
 from kernodeck.support.models import (
     EXTENSION_TRANSITIONS,
     Extension,
@@ -226,14 +226,10 @@ def extension_pay_with_balance(*, extension: Extension, actor, confirm: bool = F
         if extension.status in {ExtensionStatus.PAID, ExtensionStatus.APPLIED}:
             return extension
         _check_payable(extension)
-        if selectors.extension_payment_seen(extension=extension) is not None:
+        seen = payment_selectors.extension_money_seen(extension=extension)
+        if seen:
             # Charging now would make the customer pay twice once that transfer confirms.
-            raise Conflict(
-                _(
-                    "A crypto payment for this offer was already seen on chain and is being "
-                    "checked; the balance is not charged."
-                )
-            )
+            raise payment_services.PaymentsSeen(seen, from_balance=True)
         declared = payment_selectors.extension_declared_unverified(extension=extension)
         if declared and not confirm:
             raise DeclaredExtensionPaymentPending(extension=extension, declared=declared)
@@ -241,10 +237,13 @@ def extension_pay_with_balance(*, extension: Extension, actor, confirm: bool = F
         return _settle_locked(extension, actor=actor, cause={"ledger_entry": entry.pk})
 
 
-def extension_payment_create(*, extension: Extension, method_code: str, actor):
+def extension_payment_create(
+    *, extension: Extension, method_code: str, actor, different_payment: bool = False
+):
     """Crypto instructions for an offer (a payment with purpose `extension`), under the
-    same rules as an order's: refused while live ones exist, once the offer has as many
-    still watched as the cap, or when the account asked for too many lately (429)."""
+    same rules as an order's: refused while live ones exist, while money seen for the offer
+    is not decided (unless `different_payment`), once the offer has as many still watched
+    as the cap, or when the account asked for too many lately (429)."""
     owner_id = Extension.objects.values_list("order__owner_id", flat=True).get(pk=extension.pk)
     payment_services.instructions_throttle_check(owner_id)
     # Refusals and any rate fetch before the lock; read once.
@@ -252,13 +251,16 @@ def extension_payment_create(*, extension: Extension, method_code: str, actor):
     with transaction.atomic():
         extension = support_locks.lock_extension(extension.pk)
         _check_payable(extension)
-        intents = list(extension.intents.all())
+        intents = list(extension.intents.select_related("method"))
         live = payment_selectors.live_intent(intents)
         if live is not None:
             raise Conflict(
                 _("This offer already has payment instructions valid until %(until)s UTC.")
                 % {"until": live.expires_at.strftime("%Y-%m-%d %H:%M")}
             )
+        payment_services.instructions_check_money_seen(
+            intents, different_payment=different_payment
+        )
         payment_services.instructions_check_watched_cap(intents)
         intent = payment_services.payment_intent_create(
             owner=extension.order.owner,
@@ -269,6 +271,7 @@ def extension_payment_create(*, extension: Extension, method_code: str, actor):
             actor=actor,
             prepared=prepared,
             order_event=("order.extension_payment_created", extension.order),
+            different_payment=different_payment,
         )
     payment_services.instructions_throttle_hit(owner_id)
     return intent
