@@ -23,6 +23,13 @@ EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
 ES = {"HTTP_ACCEPT_LANGUAGE": "es"}
 
 
+@pytest.fixture(autouse=True)
+def _back_to_the_default_language():
+    """A request's language stays active in the thread: later tests expect the default."""
+    yield
+    translation.deactivate()
+
+
 @pytest.mark.parametrize(
     ("language", "amounts"),
     [

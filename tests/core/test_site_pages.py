@@ -2,10 +2,18 @@
 
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
 from kernodeck.sizing.guides import GUIDES
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _back_to_the_default_language():
+    """A request's language stays active in the thread: later tests expect the default."""
+    yield
+    translation.deactivate()
 
 
 @pytest.mark.parametrize(
