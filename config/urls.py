@@ -3,10 +3,12 @@ from django.urls import include, path
 
 from kernodeck.accounts import views as accounts_views
 from kernodeck.api.api import api
+from kernodeck.core import views as core_views
 from kernodeck.ledger import views as ledger_views
 from kernodeck.payments import views as payments_views
 
 urlpatterns = [
+    path("favicon.ico", core_views.favicon, name="favicon"),
     path("", include("kernodeck.guides.urls")),
     path("", include("kernodeck.sizing.urls")),
     path("gpus/", include("kernodeck.catalog.urls")),

@@ -123,6 +123,8 @@ def signout(request):
 
 def _account_page(request, **forms):
     context = {
+        # Where the customer came from (an order's "add an SSH key"): this site's pages only.
+        "return_url": _next_url(request, ""),
         "profile_form": ProfileForm(
             initial={"first_name": request.user.first_name, "last_name": request.user.last_name}
         ),
@@ -254,7 +256,7 @@ def ssh_key_add(request):
             add_service_error(form, exc)
         else:
             messages.success(request, _("SSH key added."))
-            return redirect(reverse("accounts:account") + "#ssh-keys")
+            return redirect(_next_url(request, reverse("accounts:account") + "#ssh-keys"))
     return _account_page(request, ssh_key_form=form)
 
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from django.utils.translation import gettext as _
 
-from kernodeck.catalog.models import DURATIONS, MAX_UNITS, MIN_UNITS
+from kernodeck.catalog.models import DURATIONS, MAX_UNITS, MIN_UNITS, Preparation
 from kernodeck.core.errors import InvalidInput
 from kernodeck.core.inputs import parse_int
 from kernodeck.core.money import usd
@@ -37,6 +37,11 @@ class Quote:
     preparation: str
     unit_price_usd: Decimal
     total_usd: Decimal
+
+    @property
+    def preparation_label(self) -> str:
+        """The preparation's name for people ("PyTorch"); `preparation` is its code."""
+        return str(dict(Preparation.choices).get(self.preparation, self.preparation))
 
 
 def days_message() -> str:

@@ -65,6 +65,11 @@ def _status(form) -> int:
     return 422 if getattr(form, "input_refused", False) else 200
 
 
+def _invalid_fields(form) -> list[str]:
+    """The fields the summary asks to fix (the form highlights them), not the form-wide errors."""
+    return [name for name in form.errors if name in form.fields]
+
+
 def _summary(offer, data):
     """The quote for the configurator's summary, and the form showing any refusal."""
     form = ConfigureForm(data, preparations=offer.preparations)
@@ -112,6 +117,7 @@ def configure(request, slug):
             "listing": selectors.offer_listing(offer=offer),
             "form": form,
             "quote": quote,
+            "invalid_fields": _invalid_fields(form),
         },
         status=_status(form),
     )
@@ -124,7 +130,7 @@ def configure_summary(request, slug):
     form, quote = _summary(offer, data)
     return render(
         request,
-        "catalog/_summary.html",
-        {"offer": offer, "form": form, "quote": quote},
+        "catalog/_summary_update.html",
+        {"offer": offer, "form": form, "quote": quote, "invalid_fields": _invalid_fields(form)},
         status=_status(form),
     )

@@ -58,6 +58,11 @@ class InputGuardMiddleware:
                 405,
             )
             response["Allow"] = allowed
+        elif response.status_code == 405 and "Allow" in response and not response.content:
+            # Django's require_POST answers an empty page: show the site's own instead.
+            allowed = response["Allow"]
+            response = render(request, "errors/405.html", status=405)
+            response["Allow"] = allowed
         return response
 
     def _check(self, request):

@@ -10,6 +10,8 @@ due goes out: a customer with 2 hours left needs one e-mail, not three.
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from kernodeck.core import clock
 from kernodeck.notifications import services
@@ -39,6 +41,25 @@ def reminder_due(*, starts_at: datetime, ends_at: datetime, now: datetime) -> in
 def hours_left(*, ends_at: datetime, now: datetime) -> int:
     """Whole hours left, rounded down (1 h 59 min left reads "1")."""
     return max(0, int((ends_at - now).total_seconds() // 3600))
+
+
+def minutes_left(*, ends_at: datetime, now: datetime) -> int:
+    """Whole minutes left, rounded down: a reminder never promises time that is not there."""
+    return max(0, int((ends_at - now).total_seconds() // 60))
+
+
+def time_left_in_words(minutes: int) -> str:
+    """ "1 hour and 49 minutes", "3 minutes", "72 hours", in the active language."""
+    hours, rest = divmod(max(0, int(minutes)), 60)
+    if not hours and not rest:
+        return _("less than a minute")
+    hours_text = ngettext("%(n)s hour", "%(n)s hours", hours) % {"n": hours}
+    minutes_text = ngettext("%(n)s minute", "%(n)s minutes", rest) % {"n": rest}
+    if not hours:
+        return minutes_text
+    if not rest:
+        return hours_text
+    return _("%(hours)s and %(minutes)s") % {"hours": hours_text, "minutes": minutes_text}
 
 
 def reminder_dedupe_key(*, order: Order, threshold: int) -> str:
@@ -75,6 +96,7 @@ def rental_reminders_send() -> int:
                 context={
                     "reference": order.reference,
                     "hours_left": hours_left(ends_at=order.ends_at, now=now),
+                    "minutes_left": minutes_left(ends_at=order.ends_at, now=now),
                     "threshold_hours": threshold,
                     "ends_at": order.ends_at,
                 },

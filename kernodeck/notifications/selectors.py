@@ -25,6 +25,7 @@ def rental_reminder_banner(*, order, viewer) -> dict | None:
     return {
         "threshold_hours": threshold,
         "hours_left": reminders.hours_left(ends_at=order.ends_at, now=now),
+        "minutes_left": reminders.minutes_left(ends_at=order.ends_at, now=now),
         "ends_at": order.ends_at,
     }
 

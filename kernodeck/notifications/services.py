@@ -20,8 +20,9 @@ Events and their context keys (all required):
 - ``rental_preparing``: reference, gpu_model, gpus, preparation.
 - ``rental_access_ready``: reference, starts_at, ends_at (datetimes). A link to the order
   file only: host, user and tokens stay on the site, behind the sign-in.
-- ``rental_reminder``: reference, hours_left (int), threshold_hours (72, 24 or 2),
-  ends_at (datetime). Carries the FAQ's export checklist.
+- ``rental_reminder``: reference, hours_left and minutes_left (ints, rounded down; the
+  texts say hours and minutes), threshold_hours (72, 24 or 2), ends_at (datetime).
+  Carries the FAQ's export checklist.
 - ``rental_ended``: reference, ended_at (datetime).
 - ``rental_failed``: reference, reason (words for the customer).
 - ``rental_refunded``: reference, amount_usd.
@@ -70,7 +71,9 @@ EVENTS: dict[str, frozenset[str]] = {
     "topup_credited": frozenset({"amount_usd", "balance_usd"}),
     "rental_preparing": frozenset({"reference", "gpu_model", "gpus", "preparation"}),
     "rental_access_ready": frozenset({"reference", "starts_at", "ends_at"}),
-    "rental_reminder": frozenset({"reference", "hours_left", "threshold_hours", "ends_at"}),
+    "rental_reminder": frozenset(
+        {"reference", "hours_left", "minutes_left", "threshold_hours", "ends_at"}
+    ),
     "rental_ended": frozenset({"reference", "ended_at"}),
     "rental_failed": frozenset({"reference", "reason"}),
     "rental_refunded": frozenset({"reference", "amount_usd"}),

@@ -22,7 +22,7 @@ def topup_create(*, account, amount_usd, method_code: str):
     amount = ledger_services.topup_amount_parse(amount_usd)
     payment_services.instructions_throttle_check(account.pk)
     # Refusals, and any rate fetch, before anything is written; read once.
-    prepared = payment_services.instructions_prepare(method_code)
+    prepared = payment_services.instructions_prepare(method_code, purpose=Purpose.TOPUP)
     topup, intent = _topup_create(
         account=account, amount=amount, method_code=method_code, prepared=prepared
     )
@@ -53,7 +53,7 @@ def topup_new_instructions(
     refused while money seen for it is not decided (unless `different_payment`)."""
     payment_services.instructions_throttle_check(topup.account_id)
     # Refusals and any rate fetch before the lock; read once.
-    prepared = payment_services.instructions_prepare(method_code)
+    prepared = payment_services.instructions_prepare(method_code, purpose=Purpose.TOPUP)
     intent = _topup_new_instructions(
         topup=topup,
         method_code=method_code,

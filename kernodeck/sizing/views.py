@@ -58,6 +58,11 @@ def sizing(request):
     return render(request, "sizing/sizing.html", context)
 
 
+def guide_index(request):
+    """GET /guides/: every practical guide with its one-line summary."""
+    return render(request, "sizing/guides.html", {"guides": list(guides.GUIDES.values())})
+
+
 def guide(request, slug: str):
     page = guides.GUIDES.get(slug)
     if page is None:

@@ -8,6 +8,7 @@ Apart from the selectors because it reads nothing: it only puts the report's fig
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
 
+from kernodeck.core.money import money_figure
 from kernodeck.sizing import estimator
 from kernodeck.sizing.selectors import Recommendation, SizingReport, Suggestion
 
@@ -30,7 +31,7 @@ def suggestion_in_words(s: Suggestion) -> str:
         return text + " " + _("Still nothing in the catalog fits.")
     values = {"gpu": s.offer.gpu, "units": s.offer.units_to_rent, "days": s.offer.days}
     if s.offer.total_usd is not None:
-        values["total"] = number_format(s.offer.total_usd, 2, force_grouping=True)
+        values["total"] = money_figure(s.offer.total_usd)
         return (
             text
             + " "

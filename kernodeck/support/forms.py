@@ -4,6 +4,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from kernodeck.core.forms import Form
+from kernodeck.payments.vocabulary import intent_state
 from kernodeck.support.models import WHEN_LABELS, Kind, Status
 
 PROBLEM_WHEN_CHOICES = list(WHEN_LABELS.items())
@@ -187,7 +188,7 @@ class TicketForm(Form):
                     (
                         str(p.pk),
                         f"{p.order.reference} · {p.method} · "
-                        f"{p.created_at:%Y-%m-%d %H:%M} UTC · {p.get_status_display()}",
+                        f"{p.created_at:%Y-%m-%d %H:%M} UTC · {intent_state(p).label}",
                     )
                     for p in payments
                 ],

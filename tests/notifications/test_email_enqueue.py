@@ -46,6 +46,7 @@ SAMPLE_CONTEXTS = {
     "rental_reminder": {
         "reference": "KD-AAAA-BBBB",
         "hours_left": 24,
+        "minutes_left": 24 * 60,
         "threshold_hours": 24,
         "ends_at": ENDS,
     },

@@ -29,9 +29,13 @@ def test_no_banner_before_the_first_threshold(client):
 @pytest.mark.parametrize(
     ("left", "language", "title"),
     [
-        (timedelta(hours=71, minutes=30), "en", "Your rental ends in 71 hours"),
-        (timedelta(minutes=90), "en", "Your rental ends in 1 hour"),
-        (timedelta(hours=23), "es", "Tu alquiler vence en 23 horas"),
+        (timedelta(hours=71, minutes=30), "en", "Your rental ends in 71 hours and 30 minutes"),
+        (timedelta(minutes=109), "en", "Your rental ends in 1 hour and 49 minutes"),
+        (timedelta(minutes=3), "en", "Your rental ends in 3 minutes"),
+        (timedelta(hours=23), "es", "Tu alquiler vence en 23 horas<"),
+        (timedelta(minutes=109), "es", "Tu alquiler vence en 1 hora y 49 minutos"),
+        (timedelta(minutes=1, seconds=59), "es", "Tu alquiler vence en 1 minuto<"),
+        (timedelta(seconds=40), "es", "Tu alquiler vence en menos de un minuto"),
     ],
 )
 def test_the_owner_sees_the_export_checklist_once_a_threshold_passed(
@@ -67,6 +71,7 @@ def test_another_account_gets_a_404_and_the_selector_shows_them_nothing(client):
     assert selectors.rental_reminder_banner(order=order, viewer=order.owner) == {
         "threshold_hours": 2,
         "hours_left": 2,
+        "minutes_left": 120,
         "ends_at": order.ends_at,
     }
 

@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core import mail
+from django.utils import translation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -97,7 +98,8 @@ def test_after_a_worker_outage_only_the_most_urgent_reminder_is_sent(send_after_
 
     assert reminder_rows(order) == [(2, 1, ends - timedelta(minutes=90))]
     assert len(mail.outbox) == 1
-    assert "ends in 1 hour," in mail.outbox[0].body
+    assert "ends in 1 hour and 30 minutes, at" in mail.outbox[0].body
+    assert mail.outbox[0].subject.endswith("ends in 1 hour and 30 minutes: export your results")
 
 
 def test_moving_the_end_plans_new_reminders(send_after_commit):
@@ -168,3 +170,30 @@ def test_any_sweep_schedule_sends_each_threshold_at_most_once_most_urgent_last(d
         last = START + timedelta(minutes=max(offsets))
         due = reminders.reminder_due(starts_at=START, ends_at=ends, now=last)
         assert due is None or sent[-1] == due
+
+
+@pytest.mark.parametrize(
+    ("minutes", "en", "es"),
+    [
+        (0, "less than a minute", "menos de un minuto"),
+        (1, "1 minute", "1 minuto"),
+        (3, "3 minutes", "3 minutos"),
+        (60, "1 hour", "1 hora"),
+        (61, "1 hour and 1 minute", "1 hora y 1 minuto"),
+        (109, "1 hour and 49 minutes", "1 hora y 49 minutos"),
+        (72 * 60, "72 hours", "72 horas"),
+    ],
+)
+def test_the_time_left_is_said_in_hours_and_minutes(minutes, en, es):
+    with translation.override("en"):
+        assert reminders.time_left_in_words(minutes) == en
+    with translation.override("es"):
+        assert reminders.time_left_in_words(minutes) == es
+
+
+def test_the_minutes_left_are_rounded_down():
+    ends = START + 3 * H
+    almost = timedelta(minutes=109, seconds=59)
+    assert reminders.minutes_left(ends_at=ends, now=ends - almost) == 109
+    assert reminders.minutes_left(ends_at=ends, now=ends - timedelta(seconds=59)) == 0
+    assert reminders.minutes_left(ends_at=ends, now=ends + H) == 0

@@ -384,3 +384,22 @@ def test_balance_is_not_charged_while_a_crypto_payment_for_the_offer_is_seen(dem
         services.extension_pay_with_balance(extension=extension, actor=order.owner)
     assert "We have already received a payment for this" in refused.value.message
     assert _snapshot(order) == before
+
+
+@pytest.mark.parametrize(
+    ("language", "short", "enough"),
+    [
+        ("en", "(1,500.00 USD) does not cover it", "Available balance: 2,500.00 USD."),
+        ("es", "(1\u00a0500,00 USD) no lo cubre", "Saldo disponible: 2\u00a0500,00 USD."),
+    ],
+)
+def test_the_offer_writes_the_available_balance_as_money(client, language, short, enough):
+    order = active_rental()
+    extension = offered(order, price=Decimal("2000.00"))
+    fund(order.owner, "1500.00")
+    client.force_login(order.owner)
+    page = reverse("support:detail", args=[extension.ticket_id])
+
+    assert short in client.get(page, HTTP_ACCEPT_LANGUAGE=language).content.decode()
+    fund(order.owner, "1000.00")
+    assert enough in client.get(page, HTTP_ACCEPT_LANGUAGE=language).content.decode()

@@ -16,7 +16,7 @@ from kernodeck.core import clock
 from kernodeck.core.errors import InvalidInput, Unavailable
 from kernodeck.core.services import audit_record
 from kernodeck.payments import methods, selectors
-from kernodeck.payments.models import PaymentMethod, Rate
+from kernodeck.payments.models import PaymentMethod, Purpose, Rate
 from kernodeck.payments.rates.base import ASSETS
 from kernodeck.payments.rates.providers import build_providers, fetch_rates
 
@@ -107,8 +107,20 @@ def rate_record_manual(*, asset: str, usd_per_coin, actor=None) -> Rate:
     return rate
 
 
-def rate_for_instructions(asset: str) -> Rate:
-    """A fresh rate for new instructions, or Unavailable (503) saying it is stale."""
+def _stale_rate_reassurance(purpose: str) -> str:
+    """What is untouched by a stale rate, in the words of what was being paid."""
+    if purpose == Purpose.TOPUP:
+        return _(
+            "Nothing was charged and your balance is unchanged; please try again in a few minutes."
+        )
+    if purpose == Purpose.EXTENSION:
+        return _("The extension offer is unchanged; please try again in a few minutes.")
+    return _("Your order is safe; please try again in a few minutes.")
+
+
+def rate_for_instructions(asset: str, *, purpose: str = Purpose.ORDER) -> Rate:
+    """A fresh rate for new instructions, or Unavailable (503) saying it is stale and what
+    is left as it was (the order, the balance or the extension offer: `purpose`)."""
     rate = selectors.rate_current(asset)
     if rate is None and settings.KERNODECK_DEMO:
         rates_refresh([asset])
@@ -117,8 +129,10 @@ def rate_for_instructions(asset: str) -> Rate:
         raise Unavailable(
             _(
                 "The %(asset)s exchange rate is out of date, so no amount can be computed "
-                "right now. Your order is safe; please try again in a few minutes."
+                "right now."
             )
             % {"asset": asset}
+            + " "
+            + _stale_rate_reassurance(purpose)
         )
     return rate

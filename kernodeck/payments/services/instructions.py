@@ -81,15 +81,18 @@ def _usable_method(code: str, method: PaymentMethod | None = None) -> PaymentMet
     return method
 
 
-def instructions_prepare(method_code: str) -> tuple[PaymentMethod, Rate]:
+def instructions_prepare(
+    method_code: str, *, purpose: str = Purpose.ORDER
+) -> tuple[PaymentMethod, Rate]:
     """The usable method and a fresh rate, or the refusal. Call it before taking any lock:
-    in demo mode it may fetch a rate (demo rates answer on demand).
+    in demo mode it may fetch a rate (demo rates answer on demand). `purpose` picks the
+    words of a stale-rate refusal (an order, a top-up or an extension offer).
 
     The method and a fresh rate are read in one statement; only a missing rate (demo mode
     fetches one) or a refusal reads again."""
     method, rate = _method_with_rate(method_code)
     method = _usable_method(method_code, method)
-    return method, rate or rate_for_instructions(method.asset)
+    return method, rate or rate_for_instructions(method.asset, purpose=purpose)
 
 
 def _unique_solana_amount(amount: int) -> int:
@@ -132,7 +135,7 @@ def payment_intent_create(
     `different_payment`: the customer confirmed that these are for a different payment
     while money seen for the same thing was being checked (noted in the audit trail).
     """
-    method, rate = prepared or instructions_prepare(method_code)
+    method, rate = prepared or instructions_prepare(method_code, purpose=purpose)
     wallet = registry.configured_wallets()[method.chain]
     testnet = registry.testnet()
     contract = methods.token_contract(method.code, testnet=testnet)

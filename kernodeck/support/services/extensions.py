@@ -247,7 +247,7 @@ def extension_payment_create(
     owner_id = Extension.objects.values_list("order__owner_id", flat=True).get(pk=extension.pk)
     payment_services.instructions_throttle_check(owner_id)
     # Refusals and any rate fetch before the lock; read once.
-    prepared = payment_services.instructions_prepare(method_code)
+    prepared = payment_services.instructions_prepare(method_code, purpose=Purpose.EXTENSION)
     with transaction.atomic():
         extension = support_locks.lock_extension(extension.pk)
         _check_payable(extension)
