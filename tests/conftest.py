@@ -3,6 +3,7 @@ import os
 import pytest
 from django.core.cache import cache
 from django.test.utils import setup_databases, teardown_databases
+from django.utils import translation
 
 from kernodeck.core import clock
 from tests import databases
@@ -81,12 +82,16 @@ def pytest_sessionfinish(session):
 
 @pytest.fixture(autouse=True)
 def _fresh_state():
-    """Throttle counters live in the cache and the clock may be frozen: reset both."""
+    """Throttle counters live in the cache and the clock may be frozen: reset both. A page
+    answered in Spanish leaves Spanish active in the thread (LocaleMiddleware activates it
+    per request and nothing deactivates it): every test starts in the default language."""
     cache.clear()
     clock.freeze(None)
+    translation.deactivate()
     yield
     cache.clear()
     clock.freeze(None)
+    translation.deactivate()
 
 
 @pytest.fixture
