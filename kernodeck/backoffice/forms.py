@@ -15,6 +15,20 @@ class DecisionForm(Form):
         label=_("Reason (kept in the audit trail, shown to the customer)"),
         widget=forms.Textarea(attrs={"rows": 2}),
     )
+    accept_unconfirmed = forms.BooleanField(
+        required=False,
+        label=_("Decide now although the payment is not confirmed (it could still be reversed)"),
+    )
+
+    def __init__(self, *args, actions=None, unconfirmed=None, **kwargs):
+        """`actions`: the decisions this case allows (all by default); `unconfirmed`: what
+        is short of its confirmations (review_selectors.intent_unconfirmed), which adds
+        the explicit confirmation to crediting or settling."""
+        super().__init__(*args, **kwargs)
+        if actions is not None:
+            self.fields["action"].choices = [c for c in self.ACTIONS if c[0] in actions]
+        if unconfirmed is None:
+            del self.fields["accept_unconfirmed"]
 
 
 class RecordTransferForm(Form):
