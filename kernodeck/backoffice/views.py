@@ -91,9 +91,11 @@ def intent_case(request, intent_id):
         intent.transfers.select_related("recorded_by").order_by("first_seen_at")
     )
     unconfirmed = review_selectors.intent_unconfirmed(intent, transfers=transfers)
+    settle_offered = allocation.review_settle_offered(intent)
     decision_form = DecisionForm(
         request.POST if request.POST.get("form") == "decision" else None,
         unconfirmed=unconfirmed,
+        actions=None if settle_offered else ("credit", "refunded"),
     )
     # Its own ids: the decision form has a "reason" field too.
     record_form = RecordTransferForm(
@@ -146,6 +148,7 @@ def intent_case(request, intent_id):
             "reason": review_selectors.review_reason_display(intent),
             "transfers": transfers,
             "unconfirmed": unconfirmed,
+            "settle_offered": settle_offered,
             "decision_form": decision_form,
             "record_form": record_form,
         },
@@ -158,7 +161,8 @@ def transfer_case(request, transfer_id):
         review_selectors.with_chain_tip(Transfer.objects.select_related("intent__method")),
         pk=transfer_id,
     )
-    form = TransferResolveForm(request.POST or None)
+    candidates = review_selectors.transfer_candidate_intents(transfer)
+    form = TransferResolveForm(request.POST or None, candidates=candidates)
     if request.method == "POST" and form.is_valid():
         try:
             review.review_transfer_resolve(

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import BooleanField, Case, OuterRef, Q, Subquery, Value, When
 from django.utils.translation import gettext as _
 
 from kernodeck.core.money import coin
@@ -12,6 +12,7 @@ from kernodeck.payments.models import (
     REVIEW_INTENT_CASES,
     REVIEW_TRANSFER_CASES,
     ChainState,
+    IntentStatus,
     PaymentIntent,
     Transfer,
 )
@@ -137,3 +138,28 @@ def review_reason_display(intent: PaymentIntent) -> str:
         why = stored[len(NOT_ALLOCATED) :]
         return _("Confirmed but not allocated: %(why)s") % {"why": _(why)}
     return stored
+
+
+# At most this many payments are offered (those at the address come first).
+CANDIDATES_MAX = 25
+
+
+def transfer_candidate_intents(transfer: Transfer) -> list[PaymentIntent]:
+    """The payments a stray transfer may be attached to, in one query: every one at its
+    address first (`at_transfer_address`), then the newest open ones on its network in
+    its asset (neither decided, closed nor allocated)."""
+    at_address = Q(address=transfer.address)
+    still_open = Q(resolution="", closed_at__isnull=True) & ~Q(status=IntentStatus.ALLOCATED)
+    return list(
+        PaymentIntent.objects.select_related("method", "order", "topup")
+        .filter(chain=transfer.network, method__asset=transfer.asset)
+        .filter(at_address | still_open)
+        .annotate(
+            at_transfer_address=Case(
+                When(at_address, then=Value(True)),
+                default=Value(False),
+                output_field=BooleanField(),
+            )
+        )
+        .order_by("-at_transfer_address", "-created_at")[:CANDIDATES_MAX]
+    )

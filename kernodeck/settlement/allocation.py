@@ -101,6 +101,14 @@ def _confirmations_check(intent: PaymentIntent, *, accepted: bool, details: dict
     details["unconfirmed_accepted"] = f"{short.fewest}/{short.needed}"
 
 
+def review_settle_offered(intent: PaymentIntent) -> bool:
+    """Whether "accept and settle" can apply: not to an order settled by other means (the
+    payment is extra; crediting the balance is what is left)."""
+    return not (
+        intent.purpose == Purpose.ORDER and intent.order.payment_state == PaymentState.SETTLED
+    )
+
+
 @retry_lost_races
 def review_accept_and_settle(
     *, intent_id, actor, reason: str, unconfirmed_accepted: bool = False
@@ -129,7 +137,7 @@ def review_accept_and_settle(
             )
             _credit_excess(intent, value, actor=actor, reason=reason, details=details)
         elif intent.purpose == Purpose.ORDER:
-            if intent.order.payment_state == PaymentState.SETTLED:
+            if not review_settle_offered(intent):
                 # Settled by other means (balance, another payment): this one is extra.
                 raise Conflict(
                     _(

@@ -50,7 +50,7 @@ ENDPOINTS = [
         "transfer-case",
         OPERATOR,
         lambda d: f"/backoffice/review/transfer/{d.review_transfer.pk}/",
-        3,
+        4,  # with the candidate payments, one query
     ),
     ("outbox", OPERATOR, lambda d: "/backoffice/outbox/", 5),
     ("admin-ledger", OPERATOR, lambda d: "/backoffice/ledger/ledgerentry/", 7),
