@@ -54,7 +54,8 @@ ENDPOINTS = [
     ),
     ("outbox", OPERATOR, lambda d: "/backoffice/outbox/", 5),
     ("admin-ledger", OPERATOR, lambda d: "/backoffice/ledger/ledgerentry/", 7),
-    ("admin-audit", OPERATOR, lambda d: "/backoffice/core/auditevent/", 9),
+    # With the page's orders named by their reference (one query).
+    ("admin-audit", OPERATOR, lambda d: "/backoffice/core/auditevent/", 10),
     ("admin-orders", OPERATOR, lambda d: "/backoffice/orders/order/", 8),
     ("admin-intents", OPERATOR, lambda d: "/backoffice/payments/paymentintent/", 8),
     ("admin-transfers", OPERATOR, lambda d: "/backoffice/payments/transfer/", 9),
