@@ -107,6 +107,16 @@ def rate_record_manual(*, asset: str, usd_per_coin, actor=None) -> Rate:
     return rate
 
 
+def rate_stale_error(asset: str) -> Unavailable:
+    return Unavailable(
+        _(
+            "The %(asset)s exchange rate is out of date, so no amount can be computed "
+            "right now. Your order is safe; please try again in a few minutes."
+        )
+        % {"asset": asset}
+    )
+
+
 def rate_for_instructions(asset: str) -> Rate:
     """A fresh rate for new instructions, or Unavailable (503) saying it is stale."""
     rate = selectors.rate_current(asset)
@@ -114,11 +124,5 @@ def rate_for_instructions(asset: str) -> Rate:
         rates_refresh([asset])
         rate = selectors.rate_current(asset)
     if rate is None:
-        raise Unavailable(
-            _(
-                "The %(asset)s exchange rate is out of date, so no amount can be computed "
-                "right now. Your order is safe; please try again in a few minutes."
-            )
-            % {"asset": asset}
-        )
+        raise rate_stale_error(asset)
     return rate
