@@ -38,6 +38,13 @@ def _next_url(request, default: str) -> str:
     return default
 
 
+def _landing(user) -> str:
+    """Where a sign-in without `next` leads: operators to the back-office landing page."""
+    if user.is_staff and (user.is_superuser or user.get_all_permissions()):
+        return reverse("admin:index")
+    return reverse("accounts:account")
+
+
 def _sign_in(request, user) -> None:
     login(request, user, backend="django.contrib.auth.backends.ModelBackend")
     request.session[USER_AGENT_KEY] = request.headers.get("User-Agent", "")[:300]
@@ -89,7 +96,7 @@ def register(request):
 
 def signin(request):
     if request.user.is_authenticated:
-        return redirect(_next_url(request, reverse("accounts:account")))
+        return redirect(_next_url(request, _landing(request.user)))
     form = SignInForm(request.POST or None)
     status = 200
     if request.method == "POST" and form.is_valid():
@@ -105,7 +112,7 @@ def signin(request):
             status = exc.status if isinstance(exc, Throttled) else 200
         else:
             _sign_in(request, user)
-            return redirect(_next_url(request, reverse("accounts:account")))
+            return redirect(_next_url(request, _landing(user)))
     return render(
         request,
         "accounts/signin.html",

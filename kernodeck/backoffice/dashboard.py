@@ -18,15 +18,20 @@ OPERATE = "provisioning.operate_rentals"
 SUPPORT = "support.answer_ticket"
 OUTBOX = "notifications.view_outbox"
 ORDERS = "orders.view_order"
+RATES = "payments.view_rate"
+AUDIT = "core.view_auditevent"
 
-# (URL name, label, permission): every operator screen outside the admin's model pages.
+# (URL name, label, permission): every operator screen, the admin pages operators use daily
+# (rates, the audit trail) included; the other tables are listed under "Records".
 SCREENS = (
     ("backoffice:review_queue", _("Payment review"), REVIEW),
     ("desk:rentals", _("Rentals desk"), OPERATE),
     ("desk:fleet", _("Fleet"), OPERATE),
     ("backoffice_nodes:list", _("Automated nodes (SSH)"), OPERATE),
+    ("admin:payments_rate_changelist", _("Exchange rates"), RATES),
     ("support_staff:inbox", _("Support inbox"), SUPPORT),
     ("notifications:outbox", _("E-mail outbox"), OUTBOX),
+    ("admin:core_auditevent_changelist", _("Audit trail"), AUDIT),
 )
 
 
@@ -48,6 +53,8 @@ def dashboard_page(request, *, app_list, site_header):
         for name, label, perm in SCREENS
         if _can(request, perm)
     ]
+    if app_list:
+        screens.append({"url": "#kd-records", "label": _("Admin: every table")})
     now = clock.now()
     period = dashboard.period_choose(request.GET.get("days"))
     context = {

@@ -1,7 +1,13 @@
+import uuid
+
 from django import forms
+from django.utils.formats import date_format
+from django.utils.timezone import localtime
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from kernodeck.core.forms import Form
+from kernodeck.core.money import coin, money
 
 
 class DecisionForm(Form):
@@ -15,6 +21,20 @@ class DecisionForm(Form):
         label=_("Reason (kept in the audit trail, shown to the customer)"),
         widget=forms.Textarea(attrs={"rows": 2}),
     )
+    accept_unconfirmed = forms.BooleanField(
+        required=False,
+        label=_("Decide now although the payment is not confirmed (it could still be reversed)"),
+    )
+
+    def __init__(self, *args, actions=None, unconfirmed=None, **kwargs):
+        """`actions`: the decisions this case allows (all by default); `unconfirmed`: what
+        is short of its confirmations (review_selectors.intent_unconfirmed), which adds
+        the explicit confirmation to crediting or settling."""
+        super().__init__(*args, **kwargs)
+        if actions is not None:
+            self.fields["action"].choices = [c for c in self.ACTIONS if c[0] in actions]
+        if unconfirmed is None:
+            del self.fields["accept_unconfirmed"]
 
 
 class RecordTransferForm(Form):
@@ -24,9 +44,43 @@ class RecordTransferForm(Form):
 
 
 class TransferResolveForm(Form):
-    intent = forms.UUIDField(
-        label=_("Attach to payment (id, optional)"),
+    intent = forms.ChoiceField(
+        label=_("Attach to a payment"),
         required=False,
-        help_text=_("Leave empty to close the case with the note only."),
+        widget=forms.RadioSelect,
     )
     note = forms.CharField(label=_("Note"), widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, candidates=(), **kwargs):
+        """`candidates`: the payments this transfer may go to
+        (review_selectors.transfer_candidate_intents), each offered by its words."""
+        super().__init__(*args, **kwargs)
+        self.fields["intent"].choices = [
+            ("", _("None: close the case with the note only")),
+            *((str(intent.pk), candidate_label(intent)) for intent in candidates),
+        ]
+
+    def clean_intent(self):
+        value = self.cleaned_data["intent"]
+        return uuid.UUID(value) if value else None
+
+
+def candidate_label(intent) -> str:
+    """How a payment is offered: method, what it pays, amount due, status, when, and
+    whether it is the payment at the transfer's address."""
+    if intent.order_id:
+        purpose = gettext("order %(reference)s") % {"reference": intent.order.reference}
+    elif intent.topup_id:
+        purpose = gettext("top-up of %(amount)s") % {"amount": money(intent.topup.amount_usd)}
+    else:
+        purpose = intent.get_purpose_display()
+    words = gettext("%(method)s · %(purpose)s · %(amount)s due · %(status)s · %(created)s") % {
+        "method": intent.method,
+        "purpose": purpose,
+        "amount": coin(intent.amount_units, intent.method.decimals, intent.method.asset),
+        "status": intent.get_status_display(),
+        "created": date_format(localtime(intent.created_at), "Y-m-d H:i"),
+    }
+    if intent.at_transfer_address:
+        words = gettext("%(words)s (at this address)") % {"words": words}
+    return words

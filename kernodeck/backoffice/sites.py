@@ -13,6 +13,8 @@ class BackofficeSite(admin.AdminSite):
 
     site_header = _("Kernodeck back-office")
     site_title = _("Kernodeck back-office")
+    # The admin's "View site" link leads to the operators' landing page, not the shop.
+    site_url = "/backoffice/"
     # Unknown back-office paths answer 404 instead of redirecting to the sign-in page.
     final_catch_all_view = False
 

@@ -22,7 +22,12 @@ from kernodeck.support.forms import (
     StaffReplyForm,
     StatusForm,
 )
-from kernodeck.support.models import AccessStatus, Kind, Status
+from kernodeck.support.models import (
+    STAFF_STATUS_CHOICES,
+    STAFF_STATUS_LABELS,
+    AccessStatus,
+    Kind,
+)
 from kernodeck.support.views import attachment_response
 
 PERMISSION = "support.answer_ticket"
@@ -55,10 +60,12 @@ def inbox(request):
         request,
         "backoffice/support_inbox.html",
         {
-            "tickets": [] if access_only else selectors.inbox(status=status, kind=kind)[:200],
+            "tickets": []
+            if access_only
+            else _with_staff_status(selectors.inbox(status=status, kind=kind)[:200]),
             "access_requests": access_requests,
             "access_only": access_only,
-            "statuses": [(code, label, counts[code]) for code, label in Status.choices],
+            "statuses": [(code, label, counts[code]) for code, label in STAFF_STATUS_CHOICES],
             "kinds": [*Kind.choices, (selectors.ACCESS_KIND, _("I can't sign in"))],
             "status": status,
             "kind": kind,
@@ -66,19 +73,30 @@ def inbox(request):
     )
 
 
+def _with_staff_status(tickets):
+    """The tickets with `status_label`, the staff's word for their status."""
+    tickets = list(tickets)
+    for ticket in tickets:
+        ticket.status_label = STAFF_STATUS_LABELS[ticket.status]
+    return tickets
+
+
 @support_staff_required
 def ticket_case(request, ticket_id):
     ticket = _ticket(ticket_id)
     form_name = request.POST.get("form") if request.method == "POST" else None
-    reply_form = StaffReplyForm(request.POST if form_name == "reply" else None)
+    # Each form has its prefix: two of them have a "status" field (ids stay unique).
+    reply_form = StaffReplyForm(request.POST if form_name == "reply" else None, prefix="reply")
     reply_form.fields["canned"].choices = [("", "—")] + [
         (key, str(title)) for key, (title, _text) in canned.CANNED.items()
     ]
     status_form = StatusForm(
-        request.POST if form_name == "status" else None, initial={"status": ticket.status}
+        request.POST if form_name == "status" else None,
+        initial={"status": ticket.status},
+        prefix="status",
     )
-    offer_form = OfferForm(request.POST if form_name == "offer" else None)
-    decline_form = DeclineForm(request.POST if form_name == "decline" else None)
+    offer_form = OfferForm(request.POST if form_name == "offer" else None, prefix="offer")
+    decline_form = DeclineForm(request.POST if form_name == "decline" else None, prefix="decline")
     extension = selectors.extension_open_for(order=ticket.order) if ticket.order else None
     if extension is not None and extension.ticket_id != ticket.pk:
         extension = None
@@ -131,6 +149,7 @@ def ticket_case(request, ticket_id):
         "backoffice/support_ticket.html",
         {
             "ticket": ticket,
+            "status_label": STAFF_STATUS_LABELS[ticket.status],
             "thread": selectors.ticket_messages(ticket=ticket),
             "field_rows": selectors.ticket_field_rows(ticket=ticket),
             "extensions": selectors.extensions_of(ticket=ticket),
@@ -160,7 +179,7 @@ def canned_answer(request, ticket_id, key):
     if key not in canned.CANNED:
         raise Http404
     text = canned.canned_text(key, reference=ticket.order.reference if ticket.order else None)
-    return HttpResponse(StaffReplyForm(initial={"body": text})["body"].as_widget())
+    return HttpResponse(StaffReplyForm(initial={"body": text}, prefix="reply")["body"].as_widget())
 
 
 @support_staff_required

@@ -13,7 +13,8 @@ from kernodeck.accounts.permissions import permission_required, require_permissi
 from kernodeck.backoffice.forms import DecisionForm, RecordTransferForm, TransferResolveForm
 from kernodeck.core.errors import ServiceError
 from kernodeck.core.forms import add_service_error
-from kernodeck.payments import review, review_selectors, selectors, uris
+from kernodeck.core.money import coin_figure
+from kernodeck.payments import review, review_selectors, selectors
 from kernodeck.payments.models import PaymentIntent, Transfer
 from kernodeck.settlement import allocation
 
@@ -23,6 +24,9 @@ DECISIONS = {
     "credit": allocation.review_credit_balance,
     "refunded": review.review_mark_refunded,
 }
+# The decisions that count the received money (short of its confirmations only when the
+# operator ticks the explicit confirmation).
+COUNTING_DECISIONS = ("settle", "credit")
 # What each posted action needs on top of REVIEW; crediting mints balance.
 ACTION_PERMISSIONS = {
     "decision:settle": (REVIEW,),
@@ -62,6 +66,9 @@ def review_queue(request):
     kinds = {value: str(label) for value, label in Transfer._meta.get_field("kind").choices}
     for transfer in transfers.object_list:
         transfer.kind_label = kinds.get(transfer.kind, transfer.kind)
+        transfer.amount_text = review_selectors.transfer_amount_text(transfer)
+    for intent in intents.object_list:
+        intent.reason_text = review_selectors.review_reason_display(intent)
     return render(
         request,
         "backoffice/review_queue.html",
@@ -80,9 +87,19 @@ def intent_case(request, intent_id):
     intent = get_object_or_404(
         PaymentIntent.objects.select_related("method", "order", "owner", "topup"), pk=intent_id
     )
-    decision_form = DecisionForm(request.POST if request.POST.get("form") == "decision" else None)
+    transfers = review_selectors.transfers_shown(
+        intent.transfers.select_related("recorded_by").order_by("first_seen_at")
+    )
+    unconfirmed = review_selectors.intent_unconfirmed(intent, transfers=transfers)
+    settle_offered = allocation.review_settle_offered(intent)
+    decision_form = DecisionForm(
+        request.POST if request.POST.get("form") == "decision" else None,
+        unconfirmed=unconfirmed,
+        actions=None if settle_offered else ("credit", "refunded"),
+    )
+    # Its own ids: the decision form has a "reason" field too.
     record_form = RecordTransferForm(
-        request.POST if request.POST.get("form") == "record" else None
+        request.POST if request.POST.get("form") == "record" else None, auto_id="id_record_%s"
     )
     if request.method == "POST":
         try:
@@ -93,10 +110,16 @@ def intent_case(request, intent_id):
                     # More than the top-up's amount goes to the balance: as "credit" does.
                     require_permission(request, *ACTION_PERMISSIONS["decision:credit"])
                 decide = DECISIONS[action]
+                extra = {}
+                if action in COUNTING_DECISIONS:
+                    extra["unconfirmed_accepted"] = decision_form.cleaned_data.get(
+                        "accept_unconfirmed", False
+                    )
                 decide(
                     intent_id=intent.pk,
                     actor=request.user,
                     reason=decision_form.cleaned_data["reason"],
+                    **extra,
                 )
                 messages.success(request, _("Decision recorded."))
                 return redirect("backoffice:intent_case", intent_id=intent.pk)
@@ -115,14 +138,17 @@ def intent_case(request, intent_id):
         "backoffice/intent_case.html",
         {
             "intent": intent,
-            "amount": uris.amount_text(intent.amount_units, intent.method.decimals),
-            "received": uris.amount_text(int(intent.received_base), intent.method.decimals),
+            "amount": coin_figure(intent.amount_units, intent.method.decimals),
+            "received": coin_figure(int(intent.received_base), intent.method.decimals),
             "received_usd": review.received_usd(intent),
             "received_usd_now": review.received_usd(intent, usd_per_coin=current.usd_per_coin)
             if current
             else None,
             "rate_now": current,
-            "transfers": intent.transfers.order_by("first_seen_at"),
+            "reason": review_selectors.review_reason_display(intent),
+            "transfers": transfers,
+            "unconfirmed": unconfirmed,
+            "settle_offered": settle_offered,
             "decision_form": decision_form,
             "record_form": record_form,
         },
@@ -131,8 +157,12 @@ def intent_case(request, intent_id):
 
 @permission_required(REVIEW)
 def transfer_case(request, transfer_id):
-    transfer = get_object_or_404(Transfer, pk=transfer_id)
-    form = TransferResolveForm(request.POST or None)
+    transfer = get_object_or_404(
+        review_selectors.with_chain_tip(Transfer.objects.select_related("intent__method")),
+        pk=transfer_id,
+    )
+    candidates = review_selectors.transfer_candidate_intents(transfer)
+    form = TransferResolveForm(request.POST or None, candidates=candidates)
     if request.method == "POST" and form.is_valid():
         try:
             review.review_transfer_resolve(
@@ -146,7 +176,16 @@ def transfer_case(request, transfer_id):
         else:
             messages.success(request, _("Transfer reviewed."))
             return redirect("backoffice:review_queue")
-    return render(request, "backoffice/transfer_case.html", {"transfer": transfer, "form": form})
+    return render(
+        request,
+        "backoffice/transfer_case.html",
+        {
+            "transfer": transfer,
+            "amount": review_selectors.transfer_amount_text(transfer),
+            "confirmations": review_selectors.confirmations_now(transfer),
+            "form": form,
+        },
+    )
 
 
 # The posted actions of each case page and their permissions (read by the matrix test).

@@ -50,3 +50,24 @@ def money_figure(value, *, language: str | None = None, places: int = 2) -> str:
 def rate_figure(value, *, language: str | None = None) -> str:
     """A USD-per-coin rate: cents from 1 USD up ("97 000,00"), four places below ("0,1234")."""
     return money_figure(value, language=language, places=2 if Decimal(value) >= 1 else 4)
+
+
+def coin_figure(base_units: int, decimals: int, *, language: str | None = None) -> str:
+    """An amount of a coin, exact, from its base units, as the language writes figures:
+    (123450000, 8) -> es "1,2345", en "1.2345"; (1234560000, 6) -> es "1 234,56"."""
+    from django.utils import translation
+
+    if isinstance(base_units, bool) or not isinstance(base_units, int):
+        raise TypeError("Coin amounts are whole numbers of base units")
+    code = (language or translation.get_language() or "en").split("-")[0]
+    thousands, decimal_mark = MONEY_SEPARATORS.get(code, MONEY_SEPARATORS["en"])
+    whole, fraction = divmod(abs(base_units), 10**decimals)
+    digits = str(fraction).rjust(decimals, "0").rstrip("0") if decimals else ""
+    text = f"{whole:,}".replace(",", thousands)
+    sign = "-" if base_units < 0 else ""
+    return f"{sign}{text}{decimal_mark}{digits}" if digits else f"{sign}{text}"
+
+
+def coin(base_units: int, decimals: int, asset: str, *, language: str | None = None) -> str:
+    """`coin_figure` followed by the asset's code: "0,0123 BTC"."""
+    return f"{coin_figure(base_units, decimals, language=language)} {asset}"

@@ -107,7 +107,8 @@ class PayIn(InputSchema):
 
 @router.get("/payment-methods", auth=None, response=list[MethodOut])
 def payment_methods(request):
-    """Every method; `available` is true only when it can give instructions right now."""
+    """Every method; `available` is true exactly when it gives instructions right now (the
+    decision instruction creation takes), and `reason` says why not."""
     return [
         {
             "code": item.method.code,

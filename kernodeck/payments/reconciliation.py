@@ -6,6 +6,7 @@ never dropped. Exceptions (underpaid, overpaid, late) never settle by themselves
 wait for an operator.
 """
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_CEILING, Decimal
@@ -18,6 +19,42 @@ EXPIRED = "expired"
 UNDERPAID = "underpaid"
 OVERPAID = "overpaid"
 LATE = "late"
+
+
+# Why an exception waits for an operator: the stored form of each reason (English, amounts
+# in base units) is one of these templates, so a page can read it back (`reason_parse`) and
+# say it in the reader's language with amounts in coins (payments.review_selectors).
+REASONS = {
+    "overpaid": "received {received} base units, {extra} more than due",
+    "overpaid_late": "a further {extra} base units came late",
+    "late_complete": "the amount due was complete only after the expiry",
+    "late_short": "received {received} base units after the expiry, less than due",
+    "underpaid": "received {received} of {due} base units before the expiry",
+}
+
+
+def reason_text(code: str, **amounts: int) -> str:
+    return REASONS[code].format(**amounts)
+
+
+def _pattern(template: str) -> re.Pattern:
+    parts = re.split(r"\{(\w+)\}", template)
+    regex = "".join(
+        f"(?P<{part}>-?\\d+)" if i % 2 else re.escape(part) for i, part in enumerate(parts)
+    )
+    return re.compile(regex)
+
+
+_PATTERNS = {code: _pattern(template) for code, template in REASONS.items()}
+
+
+def reason_parse(text: str) -> tuple[str, dict[str, int]] | None:
+    """(code, amounts) of a stored reason made by `reason_text`; None for any other text."""
+    for code, pattern in _PATTERNS.items():
+        found = pattern.fullmatch(text or "")
+        if found:
+            return code, {name: int(value) for name, value in found.groupdict().items()}
+    return None
 
 
 @dataclass(frozen=True)
@@ -96,22 +133,21 @@ def reconcile(due: Due, transfers: list[Seen], *, now: datetime, policy: Policy)
         return outcome(EXPIRED if now >= due.expires_at else PENDING)
     if received > maximum:
         return outcome(
-            OVERPAID, f"received {received} base units, {received - due.amount_base} more than due"
+            OVERPAID,
+            reason_text("overpaid", received=received, extra=received - due.amount_base),
         )
     if timely_paid >= minimum:
         if late:
             # Paid in time, and something more came later: an operator decides about it.
-            return outcome(OVERPAID, f"a further {received - timely_paid} base units came late")
+            return outcome(OVERPAID, reason_text("overpaid_late", extra=received - timely_paid))
         if all(is_confirmed(t) for t in timely):
             return outcome(CONFIRMED)
         return outcome(DETECTED)
     if late and received >= minimum:
-        return outcome(LATE, "the amount due was complete only after the expiry")
+        return outcome(LATE, reason_text("late_complete"))
     if now >= due.expires_at:
         if late and not timely:
-            return outcome(LATE, f"received {received} base units after the expiry, less than due")
-        return outcome(
-            UNDERPAID, f"received {received} of {due.amount_base} base units before the expiry"
-        )
+            return outcome(LATE, reason_text("late_short", received=received))
+        return outcome(UNDERPAID, reason_text("underpaid", received=received, due=due.amount_base))
     # Part paid, the rest may still come before the expiry.
     return outcome(DETECTED)

@@ -1,11 +1,25 @@
-"""Reads for the operators' review queue."""
+"""Reads for the operators' review queue and its case pages."""
 
+from dataclasses import dataclass
+
+from django.db.models import BooleanField, Case, OuterRef, Q, Subquery, Value, When
+from django.utils.translation import gettext as _
+
+from kernodeck.core.money import coin
+from kernodeck.payments import reconciliation
+from kernodeck.payments.methods import METHODS
 from kernodeck.payments.models import (
     REVIEW_INTENT_CASES,
     REVIEW_TRANSFER_CASES,
+    ChainState,
+    IntentStatus,
     PaymentIntent,
     Transfer,
 )
+from kernodeck.payments.watching.storing import COUNTED_KINDS
+
+# Base-unit decimals of each (network, asset) pair the watchers store transfers of.
+DECIMALS = {(spec.chain, spec.asset): spec.decimals for spec in METHODS}
 
 
 def review_intents():
@@ -22,3 +36,130 @@ def review_transfers():
     """Transfers at our addresses that no intent could take, oldest first (read from
     payments_transfer_review_idx, like review_intents)."""
     return Transfer.objects.filter(REVIEW_TRANSFER_CASES).order_by("first_seen_at")
+
+
+def with_chain_tip(transfers):
+    """The transfers with `chain_tip`: the last block height their network's watcher saw
+    (ChainState.tip), read in the same query."""
+    tip = ChainState.objects.filter(network=OuterRef("network")).values("tip")[:1]
+    return transfers.annotate(chain_tip=Subquery(tip))
+
+
+def confirmations_now(transfer: Transfer) -> int:
+    """A transfer's confirmations counted from its block and the chain's stored tip (a
+    `with_chain_tip` row): the stored count follows the tip only while the watcher
+    refreshes that transfer."""
+    tip = getattr(transfer, "chain_tip", None)
+    if transfer.block_height is None or not tip or tip < transfer.block_height:
+        return transfer.confirmations
+    return max(transfer.confirmations, tip + 1 - transfer.block_height)
+
+
+def transfer_amount_text(transfer: Transfer) -> str:
+    """The transfer's amount in coins ("0,0123 BTC"); base units when the pair is unknown."""
+    decimals = DECIMALS.get((transfer.network, transfer.asset))
+    if decimals is None:
+        return _("%(n)s base units of %(asset)s") % {
+            "n": int(transfer.amount_base),
+            "asset": transfer.asset,
+        }
+    return coin(int(transfer.amount_base), decimals, transfer.asset)
+
+
+def transfers_shown(transfers) -> list[Transfer]:
+    """The transfers with `amount_text` and `confirmations_now` for a page (one query)."""
+    rows = list(with_chain_tip(transfers))
+    for row in rows:
+        row.amount_text = transfer_amount_text(row)
+        row.confirmations_now = confirmations_now(row)
+    return rows
+
+
+@dataclass(frozen=True)
+class Unconfirmed:
+    """Counted transfers still short of the method's confirmations (a reversal risk)."""
+
+    transfers: int
+    fewest: int  # the fewest confirmations among them
+    needed: int
+
+
+def intent_unconfirmed(intent: PaymentIntent, *, transfers=None) -> Unconfirmed | None:
+    """Whether deciding on `intent` now would count money that is not confirmed yet
+    (`transfers`: its `with_chain_tip` rows, read here when not given)."""
+    transfers = with_chain_tip(intent.transfers.all()) if transfers is None else transfers
+    needed = intent.method.confirmations
+    short = [
+        confirmations_now(t)
+        for t in transfers
+        if t.kind in COUNTED_KINDS and t.disappeared_at is None and not t.final
+    ]
+    short = [n for n in short if n < needed]
+    if not short:
+        return None
+    return Unconfirmed(transfers=len(short), fewest=min(short), needed=needed)
+
+
+def _reason_words(code: str, amounts: dict[str, int], *, decimals: int, asset: str) -> str:
+    coins = {name: coin(value, decimals, asset) for name, value in amounts.items()}
+    if code == "overpaid":
+        return _("Received %(received)s, %(extra)s more than due.") % coins
+    if code == "overpaid_late":
+        return _("A further %(extra)s came after the expiry.") % coins
+    if code == "late_complete":
+        return _("The amount due was complete only after the expiry.")
+    if code == "late_short":
+        return _("Received %(received)s after the expiry, less than due.") % coins
+    return _("Received %(received)s of %(due)s before the expiry.") % coins
+
+
+NOT_ALLOCATED = "Confirmed but not allocated: "
+CLOSED_BEFORE = "Confirmed after its instructions were closed ("
+
+
+def review_reason_display(intent: PaymentIntent) -> str:
+    """Why the intent waits for an operator, in the active language with amounts in coins.
+
+    The watcher stores the reason in English (`reconciliation.REASONS`, and the allocation
+    refusals, written with the default language); any other stored text shows as it is.
+    """
+    stored = intent.review_reason
+    parsed = reconciliation.reason_parse(stored)
+    if parsed is not None:
+        code, amounts = parsed
+        return _reason_words(
+            code, amounts, decimals=intent.method.decimals, asset=intent.method.asset
+        )
+    if stored.startswith(CLOSED_BEFORE) and intent.closed_reason:
+        return _("Confirmed after its instructions were closed (%(why)s): not allocated.") % {
+            "why": intent.get_closed_reason_display().lower()
+        }
+    if stored.startswith(NOT_ALLOCATED):
+        why = stored[len(NOT_ALLOCATED) :]
+        return _("Confirmed but not allocated: %(why)s") % {"why": _(why)}
+    return stored
+
+
+# At most this many payments are offered (those at the address come first).
+CANDIDATES_MAX = 25
+
+
+def transfer_candidate_intents(transfer: Transfer) -> list[PaymentIntent]:
+    """The payments a stray transfer may be attached to, in one query: every one at its
+    address first (`at_transfer_address`), then the newest open ones on its network in
+    its asset (neither decided, closed nor allocated)."""
+    at_address = Q(address=transfer.address)
+    still_open = Q(resolution="", closed_at__isnull=True) & ~Q(status=IntentStatus.ALLOCATED)
+    return list(
+        PaymentIntent.objects.select_related("method", "order", "topup")
+        .filter(chain=transfer.network, method__asset=transfer.asset)
+        .filter(at_address | still_open)
+        .annotate(
+            at_transfer_address=Case(
+                When(at_address, then=Value(True)),
+                default=Value(False),
+                output_field=BooleanField(),
+            )
+        )
+        .order_by("-at_transfer_address", "-created_at")[:CANDIDATES_MAX]
+    )

@@ -41,32 +41,65 @@ class MethodAvailability:
     reason: str  # why not, in words for the customer; empty when available
 
 
-def method_availability(method: PaymentMethod) -> MethodAvailability:
+# Why new instructions for a method are refused right now.
+DISABLED = "disabled"
+UNCONFIGURED = "unconfigured"
+NO_CONTRACT = "no_contract"
+NETWORK_DOWN = "network_down"
+RATE_STALE = "rate_stale"
+
+
+def rate_at_hand(asset: str) -> bool:
+    """Whether new instructions would get a rate: a fresh one is stored, or demo rates,
+    which answer on demand, are on."""
+    return settings.KERNODECK_DEMO or rate_current(asset) is not None
+
+
+def instructions_refusal(method: PaymentMethod, *, rate_ready: bool) -> str | None:
+    """The one decision whether `method` gives instructions now: None, or why not (one of
+    the codes above). Instruction creation (services.instructions) raises on it and the
+    methods' availability (pages, GET /payment-methods) reports it; `rate_ready` says
+    whether a fresh rate is at hand (`rate_at_hand`)."""
     if not method.enabled:
-        return MethodAvailability(method, False, _("Not offered at the moment."))
+        return DISABLED
     if method.chain not in registry.configured_wallets():
-        return MethodAvailability(method, False, _("Not configured on this site."))
+        return UNCONFIGURED
     if methods.missing_contract(method.code, testnet=registry.testnet()):
-        return MethodAvailability(method, False, _("Not available in test-network mode."))
+        return NO_CONTRACT
     if not network_healthy(method.chain):
-        return MethodAvailability(
-            method,
-            False,
-            _(
-                "The %(network)s network cannot be watched right now, so payments could not "
-                "be verified; choose another method or try again later."
-            )
-            % {"network": method.network},
-        )
-    # Demo rates answer on demand, so in demo mode a rate is always at hand.
-    if not settings.KERNODECK_DEMO and rate_current(method.asset) is None:
-        return MethodAvailability(
-            method,
-            False,
-            _("No fresh exchange rate for %(asset)s right now; try again in a few minutes.")
-            % {"asset": method.asset},
-        )
-    return MethodAvailability(method, True, "")
+        return NETWORK_DOWN
+    if not rate_ready:
+        return RATE_STALE
+    return None
+
+
+def network_down_text(method: PaymentMethod) -> str:
+    return _(
+        "The %(network)s network cannot be watched right now, so payments could not "
+        "be verified; choose another method or try again later."
+    ) % {"network": method.network}
+
+
+def _short_reason(code: str, method: PaymentMethod) -> str:
+    """The refusal in a list of methods, beside the method's name."""
+    if code == DISABLED:
+        return _("Not offered at the moment.")
+    if code == UNCONFIGURED:
+        return _("Not configured on this site.")
+    if code == NO_CONTRACT:
+        return _("Not available in test-network mode.")
+    if code == NETWORK_DOWN:
+        return network_down_text(method)
+    return _("No fresh exchange rate for %(asset)s right now; try again in a few minutes.") % {
+        "asset": method.asset
+    }
+
+
+def method_availability(method: PaymentMethod) -> MethodAvailability:
+    refusal = instructions_refusal(method, rate_ready=rate_at_hand(method.asset))
+    if refusal is None:
+        return MethodAvailability(method, True, "")
+    return MethodAvailability(method, False, _short_reason(refusal, method))
 
 
 def methods_overview() -> list[MethodAvailability]:

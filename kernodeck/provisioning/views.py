@@ -178,6 +178,10 @@ ACTIONS = {
 }
 
 
+# Actions that take something away from the customer: their button is styled as such.
+DESTRUCTIVE_ACTIONS = {"fail", "refund", "suspend", "end"}
+
+
 @permission_required(OPERATE)
 def rental_action(request, reference, action):
     if action not in ACTIONS:
@@ -211,7 +215,14 @@ def rental_action(request, reference, action):
         return render(
             request,
             "provisioning/action.html",
-            {"order": order, "form": form, "title": title, "action": action, "note": note},
+            {
+                "order": order,
+                "form": form,
+                "title": title,
+                "action": action,
+                "destructive": action in DESTRUCTIVE_ACTIONS,
+                "note": note,
+            },
             status=409,
         )
     if request.method == "POST":
@@ -231,7 +242,13 @@ def rental_action(request, reference, action):
     return render(
         request,
         "provisioning/action.html",
-        {"order": order, "form": form, "title": title, "action": action},
+        {
+            "order": order,
+            "form": form,
+            "title": title,
+            "action": action,
+            "destructive": action in DESTRUCTIVE_ACTIONS,
+        },
         status=status,
     )
 

@@ -15,7 +15,7 @@ from kernodeck.core.races import retry_lost_races
 from kernodeck.ledger import services as ledger_services
 from kernodeck.ledger.models import EntryKind
 from kernodeck.orders.models import PaymentState
-from kernodeck.payments import review, selectors
+from kernodeck.payments import review, review_selectors, selectors
 from kernodeck.payments.models import IntentStatus, PaymentIntent, Purpose, Resolution
 from kernodeck.settlement import orders
 from kernodeck.support import services as support_services
@@ -83,8 +83,36 @@ def review_settle_credits_beyond_due(intent: PaymentIntent) -> bool:
         return False  # no rate to compare with: the decision itself is refused
 
 
+def _confirmations_check(intent: PaymentIntent, *, accepted: bool, details: dict) -> None:
+    """Refuse to count money short of its network's confirmations (it may still be
+    reversed) unless the operator said so explicitly; the audit keeps that they did."""
+    short = review_selectors.intent_unconfirmed(intent)
+    if short is None:
+        return
+    if not accepted:
+        raise Conflict(
+            _(
+                "Only %(seen)s of the %(needed)s confirmations this network needs: the "
+                "transfer could still be reversed. Confirm that you decide before it is final."
+            )
+            % {"seen": short.fewest, "needed": short.needed},
+            field="accept_unconfirmed",
+        )
+    details["unconfirmed_accepted"] = f"{short.fewest}/{short.needed}"
+
+
+def review_settle_offered(intent: PaymentIntent) -> bool:
+    """Whether "accept and settle" can apply: not to an order settled by other means (the
+    payment is extra; crediting the balance is what is left)."""
+    return not (
+        intent.purpose == Purpose.ORDER and intent.order.payment_state == PaymentState.SETTLED
+    )
+
+
 @retry_lost_races
-def review_accept_and_settle(*, intent_id, actor, reason: str) -> PaymentIntent:
+def review_accept_and_settle(
+    *, intent_id, actor, reason: str, unconfirmed_accepted: bool = False
+) -> PaymentIntent:
     """Accept what was received as payment: settle the order (or credit the top-up).
 
     Refused when the order is already settled by other means or cancelled, or when its
@@ -92,12 +120,14 @@ def review_accept_and_settle(*, intent_id, actor, reason: str) -> PaymentIntent:
     An overpaid order credits the excess, at the quoted rate, to the customer's balance.
     A late top-up is credited at the lower of the quoted and the current rate; an overpaid
     one at the quoted rate, up to twice its nominal amount.
+    Money short of its confirmations counts only with `unconfirmed_accepted`.
     """
     reason = review.review_reason_clean(reason)
     with transaction.atomic():
         intent = review.review_case_lock(intent_id)
         value = review.received_usd(intent)
         details = {"received_usd": usd_str(value)}
+        _confirmations_check(intent, accepted=unconfirmed_accepted, details=details)
         if intent.purpose == Purpose.EXTENSION:
             support_services.extension_settle(
                 extension_id=intent.extension_id,
@@ -107,7 +137,7 @@ def review_accept_and_settle(*, intent_id, actor, reason: str) -> PaymentIntent:
             )
             _credit_excess(intent, value, actor=actor, reason=reason, details=details)
         elif intent.purpose == Purpose.ORDER:
-            if intent.order.payment_state == PaymentState.SETTLED:
+            if not review_settle_offered(intent):
                 # Settled by other means (balance, another payment): this one is extra.
                 raise Conflict(
                     _(
@@ -144,14 +174,19 @@ REVIEW_CREDIT_KINDS = {
 
 
 @retry_lost_races
-def review_credit_balance(*, intent_id, actor, reason: str) -> PaymentIntent:
-    """Credit the received value (quoted rate) to the customer's balance, order unsettled."""
+def review_credit_balance(
+    *, intent_id, actor, reason: str, unconfirmed_accepted: bool = False
+) -> PaymentIntent:
+    """Credit the received value (quoted rate) to the customer's balance, order unsettled;
+    money short of its confirmations counts only with `unconfirmed_accepted`."""
     reason = review.review_reason_clean(reason)
     with transaction.atomic():
         intent = review.review_case_lock(intent_id)
         value = review.received_usd(intent)
         if value <= 0:
             raise Conflict(_("Nothing was received, so there is nothing to credit."))
+        details = {"credited_usd": usd_str(value)}
+        _confirmations_check(intent, accepted=unconfirmed_accepted, details=details)
         # The statement names the real cause of the credit, one label per kind of case.
         kind = REVIEW_CREDIT_KINDS.get(intent.status, EntryKind.REVIEW_CREDIT)
         ledger_services.balance_credit_payment(
@@ -166,6 +201,6 @@ def review_credit_balance(*, intent_id, actor, reason: str) -> PaymentIntent:
             resolution=Resolution.CREDITED,
             actor=actor,
             reason=reason,
-            details={"credited_usd": usd_str(value)},
+            details=details,
         )
     return intent

@@ -5,7 +5,13 @@ from django.utils.translation import gettext_lazy as _
 
 from kernodeck.core.forms import Form
 from kernodeck.payments.vocabulary import intent_state
-from kernodeck.support.models import WHEN_LABELS, Kind, Status
+from kernodeck.support.models import (
+    STAFF_STATUS_CHOICES,
+    STAFF_STATUS_LABELS,
+    WHEN_LABELS,
+    Kind,
+    Status,
+)
 
 PROBLEM_WHEN_CHOICES = list(WHEN_LABELS.items())
 
@@ -243,16 +249,15 @@ class StaffReplyForm(Form):
     status = forms.ChoiceField(
         label=_("Then"),
         choices=[
-            (Status.ANSWERED, _("Answered")),
-            (Status.WAITING, _("Waiting for the customer")),
-            (Status.CLOSED, _("Closed")),
+            (status, STAFF_STATUS_LABELS[status])
+            for status in (Status.ANSWERED, Status.WAITING, Status.CLOSED)
         ],
         initial=Status.ANSWERED,
     )
 
 
 class StatusForm(Form):
-    status = forms.ChoiceField(label=_("Status"), choices=Status.choices)
+    status = forms.ChoiceField(label=_("Status"), choices=STAFF_STATUS_CHOICES)
 
 
 class OfferForm(Form):

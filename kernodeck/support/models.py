@@ -53,10 +53,24 @@ WHEN_LABELS = {
 
 
 class Status(models.TextChoices):
+    """The labels are the customer's words ("waiting for you"); staff pages say
+    STAFF_STATUS_LABELS."""
+
     OPEN = "open", _("Open")
     WAITING = "waiting", _("Waiting for you")
     ANSWERED = "answered", _("Answered")
     CLOSED = "closed", _("Closed")
+
+
+# One wording of each status on every staff page (inbox, ticket header, reply and status
+# forms): the staff wait for the customer where the customer reads "waiting for you".
+STAFF_STATUS_LABELS = {
+    Status.OPEN: _("Open"),
+    Status.WAITING: _("Waiting for the customer"),
+    Status.ANSWERED: _("Answered"),
+    Status.CLOSED: _("Closed"),
+}
+STAFF_STATUS_CHOICES = [(status.value, label) for status, label in STAFF_STATUS_LABELS.items()]
 
 
 # The allowed moves; `ticket_status_set` refuses every other one. A customer's message

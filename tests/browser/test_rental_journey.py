@@ -89,4 +89,4 @@ def sign_in_staff(page, base, email):
 
     page.fill("input[name=password]", PASSWORD)
     page.click("main form button[type=submit]")
-    page.wait_for_url("**/account/")
+    page.wait_for_url("**/backoffice/")

@@ -51,11 +51,12 @@ ENDPOINTS = [
         "transfer-case",
         OPERATOR,
         lambda d: f"/backoffice/review/transfer/{d.review_transfer.pk}/",
-        3,
+        4,  # with the candidate payments, one query
     ),
     ("outbox", OPERATOR, lambda d: "/backoffice/outbox/", 5),
     ("admin-ledger", OPERATOR, lambda d: "/backoffice/ledger/ledgerentry/", 7),
-    ("admin-audit", OPERATOR, lambda d: "/backoffice/core/auditevent/", 9),
+    # With the page's orders named by their reference (one query).
+    ("admin-audit", OPERATOR, lambda d: "/backoffice/core/auditevent/", 10),
     ("admin-orders", OPERATOR, lambda d: "/backoffice/orders/order/", 8),
     ("admin-intents", OPERATOR, lambda d: "/backoffice/payments/paymentintent/", 8),
     ("admin-transfers", OPERATOR, lambda d: "/backoffice/payments/transfer/", 9),

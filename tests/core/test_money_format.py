@@ -77,3 +77,21 @@ def test_api_refusals_use_the_same_money_format_as_the_pages():
         "Tu saldo disponible es de 0,00 USD; este pedido requiere 2\u00a0000,00 USD."
     )
     assert english.startswith("Your available balance is 0.00 USD; this order needs 2,000.00 USD.")
+
+
+@pytest.mark.parametrize(
+    ("units", "decimals", "en", "es"),
+    [
+        (123_450_000, 8, "1.2345", "1,2345"),
+        (100_000_000, 6, "100", "100"),
+        (1_234_560_000, 6, "1,234.56", "1\u00a0234,56"),
+        (1, 18, "0.000000000000000001", "0,000000000000000001"),
+        (0, 8, "0", "0"),
+    ],
+)
+def test_coin_amounts_are_exact_in_each_language(units, decimals, en, es):
+    from kernodeck.core.money import coin, coin_figure
+
+    assert coin_figure(units, decimals, language="en") == en
+    assert coin_figure(units, decimals, language="es") == es
+    assert coin(units, decimals, "BTC", language="es") == f"{es} BTC"

@@ -270,9 +270,9 @@ def test_web_flow_staff_offer_then_customer_pays(client):
         case,
         {
             "form": "offer",
-            "days": "7",
-            "price_usd": "",
-            "valid_until": in_days(2).strftime("%Y-%m-%dT%H:%M"),
+            "offer-days": "7",
+            "offer-price_usd": "",
+            "offer-valid_until": in_days(2).strftime("%Y-%m-%dT%H:%M"),
         },
     )
     assert response.status_code == 302

@@ -46,7 +46,7 @@ def test_permission_matrix_for_the_staff_screens(client, who, expected):
         response = client.get(url)
         assert response.status_code == expected, name
     reply = client.post(
-        _urls(ticket)["case"], {"form": "reply", "body": "hi", "status": "answered"}
+        _urls(ticket)["case"], {"form": "reply", "reply-body": "hi", "reply-status": "answered"}
     )
     assert reply.status_code == (302 if expected == 200 else expected)
     assert Message.objects.filter(ticket=ticket).count() == (2 if expected == 200 else 1)
@@ -121,13 +121,13 @@ def test_staff_reply_can_ask_the_customer_and_close(client):
     ticket = problem_ticket(owner=make_user())
     client.force_login(make_agent())
     case = reverse("support_staff:ticket", args=[ticket.pk])
-    client.post(case, {"form": "reply", "body": "Which driver?", "status": "waiting"})
+    client.post(case, {"form": "reply", "reply-body": "Which driver?", "reply-status": "waiting"})
     ticket.refresh_from_db()
     assert ticket.status == "waiting"
-    client.post(case, {"form": "status", "status": "closed"})
+    client.post(case, {"form": "status", "status-status": "closed"})
     ticket.refresh_from_db()
     assert ticket.status == "closed"
-    refused = client.post(case, {"form": "status", "status": "answered"})
+    refused = client.post(case, {"form": "status", "status-status": "answered"})
     assert refused.status_code == 422
     assert "cannot become" in refused.content.decode()
     ticket.refresh_from_db()

@@ -118,21 +118,23 @@ def _stale_rate_reassurance(purpose: str) -> str:
     return _("Your order is safe; please try again in a few minutes.")
 
 
+def rate_stale_error(asset: str, *, purpose: str = Purpose.ORDER) -> Unavailable:
+    """The 503 for a stale rate: it names the asset and what is left as it was (the order,
+    the balance or the extension offer: `purpose`)."""
+    return Unavailable(
+        _("The %(asset)s exchange rate is out of date, so no amount can be computed right now.")
+        % {"asset": asset}
+        + " "
+        + _stale_rate_reassurance(purpose)
+    )
+
+
 def rate_for_instructions(asset: str, *, purpose: str = Purpose.ORDER) -> Rate:
-    """A fresh rate for new instructions, or Unavailable (503) saying it is stale and what
-    is left as it was (the order, the balance or the extension offer: `purpose`)."""
+    """A fresh rate for new instructions, or `rate_stale_error` (503)."""
     rate = selectors.rate_current(asset)
     if rate is None and settings.KERNODECK_DEMO:
         rates_refresh([asset])
         rate = selectors.rate_current(asset)
     if rate is None:
-        raise Unavailable(
-            _(
-                "The %(asset)s exchange rate is out of date, so no amount can be computed "
-                "right now."
-            )
-            % {"asset": asset}
-            + " "
-            + _stale_rate_reassurance(purpose)
-        )
+        raise rate_stale_error(asset, purpose=purpose)
     return rate

@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 
 from kernodeck.accounts import throttle
 from kernodeck.core import clock
-from kernodeck.core.errors import Conflict, InvalidInput, ServiceError
+from kernodeck.core.errors import Conflict, InvalidInput, ServiceError, Unavailable
 from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_event, audit_record_all
 from kernodeck.orders import locks as order_locks
@@ -25,7 +25,7 @@ from kernodeck.orders import services as order_services
 from kernodeck.payments import locks, methods, registry, rows, selectors, uris
 from kernodeck.payments.amounts import crypto_amount
 from kernodeck.payments.models import PaymentIntent, PaymentMethod, Purpose, Rate
-from kernodeck.payments.services.configuration import rate_for_instructions
+from kernodeck.payments.services.configuration import rate_for_instructions, rate_stale_error
 from kernodeck.payments.wallets import derive_address, new_solana_reference
 
 _METHOD = rows.Columns(PaymentMethod, "m")
@@ -57,7 +57,15 @@ def _method_with_rate(code: str) -> tuple[PaymentMethod | None, Rate | None]:
     return _METHOD.load(row[: len(_METHOD)]), _RATE.load(row[len(_METHOD) :])
 
 
-def _usable_method(code: str, method: PaymentMethod | None = None) -> PaymentMethod:
+def _usable_method(
+    code: str,
+    method: PaymentMethod | None = None,
+    *,
+    rate_ready: bool,
+    purpose: str = Purpose.ORDER,
+) -> PaymentMethod:
+    """The method, or the refusal `selectors.instructions_refusal` decides (the decision
+    the methods' availability reports)."""
     if method is None:
         method = PaymentMethod.objects.filter(code=str(code or "")).first()
     if method is None:
@@ -66,18 +74,23 @@ def _usable_method(code: str, method: PaymentMethod | None = None) -> PaymentMet
             % {"list": ", ".join(PaymentMethod.objects.values_list("code", flat=True))},
             field="method",
         )
-    if not method.enabled:
+    refusal = selectors.instructions_refusal(method, rate_ready=rate_ready)
+    if refusal == selectors.DISABLED:
         raise Conflict(
             _("%(method)s is not offered at the moment; choose another method.")
             % {"method": method}
         )
-    if method.chain not in registry.configured_wallets():
+    if refusal == selectors.UNCONFIGURED:
         raise Conflict(
             _("%(method)s is not configured on this site; choose another method.")
             % {"method": method}
         )
-    if methods.missing_contract(method.code, testnet=registry.testnet()):
+    if refusal == selectors.NO_CONTRACT:
         raise Conflict(_("%(method)s is not available in test-network mode.") % {"method": method})
+    if refusal == selectors.NETWORK_DOWN:
+        raise Unavailable(selectors.network_down_text(method))
+    if refusal == selectors.RATE_STALE:
+        raise rate_stale_error(method.asset, purpose=purpose)
     return method
 
 
@@ -91,7 +104,12 @@ def instructions_prepare(
     The method and a fresh rate are read in one statement; only a missing rate (demo mode
     fetches one) or a refusal reads again."""
     method, rate = _method_with_rate(method_code)
-    method = _usable_method(method_code, method)
+    method = _usable_method(
+        method_code,
+        method,
+        rate_ready=rate is not None or settings.KERNODECK_DEMO,
+        purpose=purpose,
+    )
     return method, rate or rate_for_instructions(method.asset, purpose=purpose)
 
 

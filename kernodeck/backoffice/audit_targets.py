@@ -1,0 +1,103 @@
+"""The audit trail in operators' words: what an event is about ("Order KD-ABC1-2345", not
+`orders.order 7`), and the events of one order found by its reference."""
+
+from django.apps import apps
+from django.db.models import Q
+from django.utils.text import capfirst
+from django.utils.translation import gettext as _
+
+from kernodeck.orders.models import Order
+from kernodeck.payments.models import PaymentIntent, Transfer
+
+ORDER = "orders.order"
+INTENT = "payments.paymentintent"
+TRANSFER = "payments.transfer"
+RENTAL_STEP = "provisioning.rental_step"  # provisioning.node_health: an order's rental steps
+
+
+def order_reference_events(term: str) -> Q | None:
+    """The events of the order with reference `term` (any case), of its rental steps, of
+    its payments and of their transfers; None when no order has that reference (three
+    queries)."""
+    reference = (term or "").strip().upper()
+    if not reference.startswith("KD-"):
+        return None
+    order = Order.objects.filter(reference=reference).values_list("pk", flat=True).first()
+    if order is None:
+        return None
+    intents = [
+        str(pk) for pk in PaymentIntent.objects.filter(order_id=order).values_list("pk", flat=True)
+    ]
+    transfers = [
+        str(pk)
+        for pk in Transfer.objects.filter(intent__order_id=order).values_list("pk", flat=True)
+    ]
+    return (
+        Q(target_type__in=[ORDER, RENTAL_STEP], target_id=str(order))
+        | Q(target_type=INTENT, target_id__in=intents)
+        | Q(target_type=TRANSFER, target_id__in=transfers)
+    )
+
+
+def _ids(events, *target_types) -> set[str]:
+    return {e.target_id for e in events if e.target_type in target_types and e.target_id}
+
+
+def _int_ids(ids) -> list[int]:
+    return [int(i) for i in ids if i.isdigit()]
+
+
+def _model_name(target_type: str) -> str:
+    try:
+        model = apps.get_model(target_type)
+    except (LookupError, ValueError):
+        return target_type
+    return capfirst(model._meta.verbose_name)
+
+
+def target_labels(events) -> dict[tuple[str, str], str]:
+    """(target_type, target_id) -> words, for a page of events (at most two queries)."""
+    events = list(events)
+    intent_ids = _ids(events, INTENT)
+    intents = {}
+    if intent_ids:
+        valid = []
+        for value in intent_ids:
+            try:
+                valid.append(PaymentIntent._meta.pk.to_python(value))
+            except Exception:  # noqa: S112 - a malformed id keeps its raw form
+                continue
+        intents = {
+            str(pk): reference
+            for pk, reference in PaymentIntent.objects.filter(pk__in=valid).values_list(
+                "pk", "order__reference"
+            )
+        }
+    order_ids = _int_ids(_ids(events, ORDER, RENTAL_STEP))
+    orders = (
+        {
+            str(pk): ref
+            for pk, ref in Order.objects.filter(pk__in=order_ids).values_list("pk", "reference")
+        }
+        if order_ids
+        else {}
+    )
+    labels = {}
+    for event in events:
+        key = (event.target_type, event.target_id)
+        if key in labels:
+            continue
+        kind, pk = key
+        if kind == ORDER and pk in orders:
+            labels[key] = _("Order %(reference)s") % {"reference": orders[pk]}
+        elif kind == RENTAL_STEP and pk in orders:
+            labels[key] = _("Rental of order %(reference)s") % {"reference": orders[pk]}
+        elif kind == INTENT and intents.get(pk):
+            labels[key] = _("Payment for order %(reference)s") % {"reference": intents[pk]}
+        elif kind == INTENT and pk in intents:
+            labels[key] = _("Payment %(id)s (top-up)") % {"id": pk[:8]}
+        elif kind:
+            labels[key] = f"{_model_name(kind)} {pk}".strip()
+        else:
+            labels[key] = pk or "—"
+    return labels
