@@ -28,7 +28,7 @@ def test_registering_an_order_sends_its_summary(send_after_commit):
     assert (row.event, row.account, row.to_email) == ("order_registered", owner, owner.email)
     assert len(mail.outbox) == 1
     assert mail.outbox[0].subject == f"Order {order.reference} is registered"
-    assert "2 \u00d7 H100 80 GB (2 GPU) for 7 days, 420.00 USD" in mail.outbox[0].body
+    assert "2 \u00d7 H100 80 GB, 2 GPUs in all, for 7 days, 420.00 USD" in mail.outbox[0].body
 
 
 def test_settling_an_order_twice_confirms_the_payment_once(send_after_commit):
