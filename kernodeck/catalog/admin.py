@@ -1,5 +1,8 @@
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db import IntegrityError
+from django.http import HttpResponseRedirect
+from django.utils.translation import gettext as _
 
 from kernodeck.catalog.models import Offer, OfferPrice, Preparation
 from kernodeck.catalog.services import catalog_changed
@@ -48,6 +51,24 @@ class OfferAdmin(admin.ModelAdmin):
     list_filter = ["backend", "is_active"]
     list_editable = ["is_active", "sort_order"]
     search_fields = ["gpu_model", "slug"]
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        # The form checks the unique slug and one price per duration, but two operators
+        # saving at the same moment both pass it: the one the database refuses is told
+        # why (the whole save was rolled back with the admin's transaction), not a 500.
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except IntegrityError:
+            self.message_user(
+                request,
+                _(
+                    "Another change to the offers was saved at the same moment (the same "
+                    "slug, or a second price for one duration), so nothing was saved. "
+                    "Check the offer and save again."
+                ),
+                messages.ERROR,
+            )
+            return HttpResponseRedirect(request.get_full_path())
 
     def get_readonly_fields(self, request, obj=None):
         # Slugs are stable once an offer exists: URLs and API clients rely on them.

@@ -1,6 +1,6 @@
 from decimal import Decimal
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from kernodeck.catalog import caching
 from kernodeck.catalog.models import Offer, OfferPrice
@@ -20,11 +20,20 @@ def catalog_changed() -> None:
 
 
 def offer_create_if_missing(*, slug: str, prices: dict[int, Decimal], **fields) -> Offer | None:
-    """Create an offer with its prices unless the slug exists (operators' edits win)."""
+    """Create an offer with its prices unless the slug exists (operators' edits win).
+
+    Idempotent even when two seeds run at once: the one whose offer the unique slug
+    refuses (in a savepoint) creates nothing and answers None, as if it had seen it."""
     with transaction.atomic():
         if Offer.objects.filter(slug=slug).exists():
             return None
-        offer = Offer.objects.create(slug=slug, **fields)
+        try:
+            with transaction.atomic():
+                offer = Offer.objects.create(slug=slug, **fields)
+        except IntegrityError:
+            if Offer.objects.filter(slug=slug).exists():
+                return None
+            raise
         OfferPrice.objects.bulk_create(
             OfferPrice(offer=offer, days=days, unit_price_usd=price)
             for days, price in prices.items()

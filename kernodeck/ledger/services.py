@@ -255,10 +255,21 @@ def balance_adjust(*, account, amount_usd, actor, reason: str):
     """A manual adjustment by an operator, with its reason."""
     if not (reason or "").strip():
         raise InvalidInput(_("Give the reason for the adjustment."), field="reason")
+    # The database refuses an adjustment of 0 (ledger_entry_sign_by_kind): refused here
+    # with the reason, as is an amount that is not a number of cents.
+    try:
+        amount = usd(Decimal(str(amount_usd).strip()))
+    except ArithmeticError:
+        amount = Decimal(0)
+    if not amount.is_finite() or not amount:
+        raise InvalidInput(
+            _("Give the adjustment in USD: a positive or negative amount, not 0."),
+            field="amount_usd",
+        )
     return _append(
         account_id=account.pk,
         kind=EntryKind.ADJUSTMENT,
-        amount=Decimal(amount_usd),
+        amount=amount,
         actor=actor,
         memo=reason,
     )[0]

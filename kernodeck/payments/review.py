@@ -147,7 +147,10 @@ def review_record_transfer(*, intent_id, txid: str, amount: str, actor, reason: 
             field="amount",
         ) from None
     with transaction.atomic():
-        transfer = watching.transfer_record(observed, intent=intent, recorded_by=actor)
+        # A concurrent record of the same transaction loses on the unique key: a 409.
+        transfer = watching.transfer_record(
+            observed, intent=intent, recorded_by=actor, new_only=True
+        )
         audit_record(
             action="payment.transfer_recorded_by_hand",
             target=intent,

@@ -6,6 +6,7 @@ rate fetcher's schedule, not with each payment.
 """
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext
@@ -45,6 +46,19 @@ class PaymentMethod(models.Model):
 
     def __str__(self):
         return gettext("%(asset)s on %(network)s") % {"asset": self.asset, "network": self.network}
+
+    def clean(self):
+        """The constraints' refusals as form errors: the back-office edits confirmations and
+        precision with the decimals read-only (so left out of the form's own checks)."""
+        errors = {}
+        if self.confirmations is not None and self.confirmations < 1:
+            errors["confirmations"] = _("A payment method needs at least one confirmation.")
+        if None not in (self.precision, self.decimals) and self.precision > self.decimals:
+            errors["precision"] = _(
+                "The precision cannot exceed the asset's %(decimals)s decimals."
+            ) % {"decimals": self.decimals}
+        if errors:
+            raise ValidationError(errors)
 
 
 class Rate(models.Model):

@@ -6,7 +6,7 @@ and rates every new instruction reads, refreshed by tasks and commands.
 """
 
 import logging
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from django.conf import settings
 from django.db import transaction
@@ -21,6 +21,9 @@ from kernodeck.payments.rates.base import ASSETS
 from kernodeck.payments.rates.providers import build_providers, fetch_rates
 
 logger = logging.getLogger(__name__)
+
+RATE_QUANTUM = Decimal("1e-10")  # Rate.usd_per_coin: 24 digits, 10 of them decimals
+RATE_MAX = Decimal(10) ** 14
 
 
 def payment_methods_ensure() -> int:
@@ -86,7 +89,11 @@ def rate_record_manual(*, asset: str, usd_per_coin, actor=None) -> Rate:
         value = Decimal(str(usd_per_coin).strip())
     except (InvalidOperation, ValueError):
         value = Decimal(0)
-    if not value.is_finite() or value <= 0:
+    # As stored (10 decimals, 24 digits): a rate that rounds to 0 or overflows is refused
+    # here, not by the database's check.
+    if value.is_finite():
+        value = value.quantize(RATE_QUANTUM, rounding=ROUND_HALF_UP)
+    if not value.is_finite() or value <= 0 or value >= RATE_MAX:
         raise InvalidInput(
             _("The rate must be a positive number of USD per coin."), field="usd_per_coin"
         )

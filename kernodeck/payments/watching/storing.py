@@ -11,8 +11,10 @@ from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
+from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
+from kernodeck.core.errors import Conflict
 from kernodeck.core.services import audit_record
 from kernodeck.payments.chains.base import ObservedTransfer
 from kernodeck.payments.models import IntentStatus, PaymentIntent, Transfer, TransferKind
@@ -63,8 +65,22 @@ def _closed_state(status, resolution, closed_at) -> bool:
     return status == IntentStatus.ALLOCATED or bool(resolution) or closed_at is not None
 
 
-def transfer_record(observed: ObservedTransfer, *, intent, recorded_by=None) -> Transfer:
-    """Store one observed transfer, or update the stored one. Never counts it twice."""
+class TransferAlreadyRecorded(Conflict):
+    """A transfer recorded by hand is stored already (perhaps by a request at the same
+    moment): the operator is told, and the stored row is left as it was."""
+
+    def __init__(self):
+        super().__init__(_("This transaction is already recorded."), field="txid")
+
+
+def transfer_record(
+    observed: ObservedTransfer, *, intent, recorded_by=None, new_only: bool = False
+) -> Transfer:
+    """Store one observed transfer, or update the stored one. Never counts it twice.
+
+    `new_only` (a transfer recorded by hand): refuse one already stored, even by a
+    concurrent request whose row the unique (network, txid, index) refused this one's,
+    with `TransferAlreadyRecorded` (409) instead of updating it."""
     now = clock.now()
     fields = {
         "address": observed.address,
@@ -81,6 +97,8 @@ def transfer_record(observed: ObservedTransfer, *, intent, recorded_by=None) -> 
     key = {"network": observed.network, "txid": observed.txid, "index": observed.index}
     with transaction.atomic():
         transfer = Transfer.objects.select_for_update().filter(**key).first()
+        if transfer is not None and new_only:
+            raise TransferAlreadyRecorded
         if transfer is None:
             try:
                 with transaction.atomic():
@@ -112,6 +130,8 @@ def transfer_record(observed: ObservedTransfer, *, intent, recorded_by=None) -> 
                     )
                     return transfer
             except IntegrityError:
+                if new_only:
+                    raise TransferAlreadyRecorded from None
                 # Another pass stored it first; fall through and update that row.
                 transfer = Transfer.objects.select_for_update().get(**key)
         for name, value in fields.items():
