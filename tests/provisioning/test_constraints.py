@@ -1,27 +1,27 @@
 """Every constraint of provisioning that a write can hit, and what answers when it does.
 
-| constraint                                        | kind     | write path → answer                              |
-|---------------------------------------------------|----------|--------------------------------------------------|
-| Node.name unique                                  | race     | fleet.node_create (desk fleet page, API): a      |
-|                                                   |          | name added at the same moment → Conflict 409;    |
-|                                                   |          | a name that exists → InvalidInput 422            |
-| provisioning_node_gpu_count_range                 | value    | node_create → InvalidInput 422                   |
-| provisioning_node_port_range                      | value    | node_create → InvalidInput 422                   |
-| provisioning_node_state_valid                     | value    | node_state_set → InvalidInput 422                |
-| provisioning_node_driver_valid                    | value    | node_create → InvalidInput 422                   |
-| provisioning_node_retention_at_most_a_year        | value    | node_ssh_settings_update → InvalidInput 422      |
-| provisioning_slot_node_index                      | internal | node_create numbers a new node's slots 0..n-1    |
-| provisioning_allocation_one_live_rental_per_slot  | race     | rental_allocate: the offer's row lock serialises |
-|                                                   |          | allocators; a loser's IntegrityError is caught   |
-|                                                   |          | and the order waits (the next pass retries)      |
-| provisioning_allocation_release_after_request     | internal | rental_release_confirm (idempotent)              |
-| provisioning_delivery_port_range                  | value    | rental_deliver → InvalidInput 422                |
-| provisioning_alert_one_open_per_key               | internal | alerts.alert_raise (a repeat returns the open    |
-|                                                   |          | alert, even at the same moment)                  |
-| provisioning_alert_kind_valid                     | internal | alert kinds are AlertKind constants in the code  |
-| StepLease.order one-to-one                        | race     | step_lease_take: the order's row lock serialises |
-|                                                   |          | takers; exactly one gets the lease               |
-| provisioning_steplease_until_after_since          | internal | step_lease_take: until = now + max(1, seconds)   |
+constraint (provisioning_…)     kind      write path → answer
+-------------------------------  --------  ---------------------------------------------------
+Node.name unique                 race      fleet.node_create (desk fleet page, API): a name
+                                           added at the same moment → Conflict 409; a name
+                                           that exists → InvalidInput 422
+node_gpu_count_range             value     node_create → InvalidInput 422
+node_port_range                  value     node_create → InvalidInput 422
+node_state_valid                 value     node_state_set → InvalidInput 422
+node_driver_valid                value     node_create → InvalidInput 422
+node_retention_at_most_a_year    value     node_ssh_settings_update → InvalidInput 422
+slot_node_index                  internal  node_create numbers a new node's slots 0..n-1
+allocation_one_live_rental_      race      rental_allocate: the offer's row lock serialises
+  per_slot                                 allocators; a loser's IntegrityError is caught
+                                           and the order waits (the next pass retries)
+allocation_release_after_request internal  rental_release_confirm (idempotent)
+delivery_port_range              value     rental_deliver → InvalidInput 422
+alert_one_open_per_key           internal  alerts.alert_raise: a repeat (even at the same
+                                           moment) returns the open alert
+alert_kind_valid                 internal  alert kinds are AlertKind constants in the code
+StepLease.order one-to-one       race      step_lease_take: the order's row lock serialises
+                                           takers; exactly one gets the lease
+steplease_until_after_since      internal  step_lease_take: until = now + max(1, seconds)
 """
 
 import pytest
