@@ -132,6 +132,8 @@ MIDDLEWARE = [
     # NUL bytes and oversized bodies are refused here, before any view (core/inputs.py).
     "kernodeck.core.middleware.InputGuardMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # An IntegrityError escaping a page's view (a lost race) is a 409 page, not a 500.
+    "kernodeck.core.middleware.ConstraintConflictMiddleware",
 ]
 
 # Request bodies: forms and JSON beyond this size answer 413 (file uploads not counted).

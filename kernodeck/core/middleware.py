@@ -1,14 +1,19 @@
 """Request guards that run before any view: the edge of the input layer (core/inputs.py)."""
 
 import json
+import logging
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.db import IntegrityError
 from django.http import JsonResponse
 from django.shortcuts import render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 
 from kernodeck.core.inputs import nul_path
+
+logger = logging.getLogger(__name__)
 
 
 def is_api(request) -> bool:
@@ -107,3 +112,36 @@ class InputGuardMiddleware:
         if field is None:
             return None
         return refusal(request, _nul_message(field), 422 if is_api(request) else 400)
+
+
+class ConstraintConflictMiddleware:
+    """The web's net under the services: an IntegrityError escaping a page's view is a 409.
+
+    Services map the constraints they know to a precise Conflict; when one escapes anyway
+    (a write lost a race that no service expected), the database refused it and the view's
+    transaction rolled back, so nothing was saved: the visitor gets a page saying so, not a
+    500. The API has its own net (api/api.py) and answers JSON.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not isinstance(exception, IntegrityError) or is_api(request):
+            return None
+        logger.warning("Constraint refused %s %s: %s", request.method, request.path, exception)
+        return render(request, "errors/409.html", {"reload_url": _reload_url(request)}, status=409)
+
+
+def _reload_url(request) -> str:
+    """The page to look at again: the one the form was on (a POST's address may answer
+    only POST), when it is on this site; else the address itself for a read."""
+    referer = request.META.get("HTTP_REFERER", "")
+    if referer and url_has_allowed_host_and_scheme(
+        referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return referer
+    return request.get_full_path() if request.method in {"GET", "HEAD"} else ""

@@ -4,12 +4,12 @@ A node's health reports are recorded by `node_health.node_health_record` (what a
 means for an automated node lives there); this module holds the operator's own writes.
 """
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
 from kernodeck.catalog import services as catalog_services
 from kernodeck.core import clock
-from kernodeck.core.errors import InvalidInput
+from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.services import audit_record
 from kernodeck.provisioning import alerts, locks
 from kernodeck.provisioning.models import MAX_NODE_GPUS, DriverCode, GpuSlot, Node, NodeState
@@ -47,18 +47,26 @@ def node_create(
     with transaction.atomic():
         if Node.objects.filter(name=name).exists():
             raise InvalidInput(_("A node with this name exists."), field="name")
-        node = Node.objects.create(
-            name=name,
-            offer=offer,
-            gpu_count=gpu_count,
-            host=host,
-            port=port,
-            driver=driver,
-            admin_user=admin_user,
-            notes=notes,
-            state=NodeState.AVAILABLE,
-            created_at=clock.now(),
-        )
+        try:
+            # A savepoint: a node of this name added at the same moment by another
+            # operator wins, and this one is refused with the reason, not a server error.
+            with transaction.atomic():
+                node = Node.objects.create(
+                    name=name,
+                    offer=offer,
+                    gpu_count=gpu_count,
+                    host=host,
+                    port=port,
+                    driver=driver,
+                    admin_user=admin_user,
+                    notes=notes,
+                    state=NodeState.AVAILABLE,
+                    created_at=clock.now(),
+                )
+        except IntegrityError:
+            raise Conflict(
+                _("A node with this name was added at the same moment."), field="name"
+            ) from None
         GpuSlot.objects.bulk_create(GpuSlot(node=node, index=i) for i in range(gpu_count))
         catalog_services.catalog_changed()
         audit_record(
