@@ -8,7 +8,8 @@ from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
 from kernodeck.core.errors import NotFound
-from kernodeck.payments import methods, registry, uris
+from kernodeck.core.money import coin
+from kernodeck.payments import methods, registry
 from kernodeck.payments.chains.adapters import NETWORKS, configured_networks
 from kernodeck.payments.models import (
     OPEN_STATUSES,
@@ -188,7 +189,8 @@ def _amounts_seen(intent: PaymentIntent, transfers) -> tuple[str, ...]:
     method = intent.method
     own = sum(int(t.amount_base) for t in transfers if t.asset == method.asset)
     own = max(own, int(intent.received_base))
-    amounts = [f"{uris.amount_text(own, method.decimals)} {method.asset}"] if own else []
+    # In the reader's figures (es "146,66 USDC"), exact to the base unit.
+    amounts = [coin(own, method.decimals, method.asset)] if own else []
     # Another asset sent to this address: its decimals are not this method's, so no figure.
     amounts += sorted({t.asset for t in transfers if t.asset != method.asset})
     return tuple(amounts)

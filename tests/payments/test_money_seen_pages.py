@@ -5,6 +5,7 @@ after "I understand, this is a different payment"."""
 import pytest
 from django.urls import reverse
 
+from kernodeck.core.money import coin_figure
 from kernodeck.orders.models import PaymentState
 from kernodeck.payments.models import IntentStatus, PaymentIntent
 from kernodeck.settlement import topups as settlement_topups
@@ -48,6 +49,10 @@ def test_the_spanish_page_says_it_too(client, configured, fresh_rates):
     assert "Estamos comprobando un pago" in page
     assert "Obtener las instrucciones de pago" not in page
     assert "Estoy haciendo otro pago" in page
+    # The amount received is written as Spanish writes figures, exact to the base unit.
+    received = coin_figure(_intent.amount_units * 2, 6, language="es")
+    assert "," in received
+    assert f"{received} USDC" in page
 
 
 def test_new_instructions_only_after_saying_it_is_a_different_payment(
