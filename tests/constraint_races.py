@@ -15,29 +15,30 @@ def needs_postgres():
 
 
 def race(call, racers: int) -> list:
-    """`call(i)` in `racers` threads released at once; each outcome is the returned value,
-    the ServiceError refused with, or any other exception (which the caller asserts never
-    happens: an IntegrityError escaping is the bug these tests look for)."""
+    """`call(i)` in `racers` threads released at once, each on its own connection; the
+    outcome of racer i at index i: the returned value, the ServiceError refused with, or any
+    other exception (which the caller asserts never happens: an IntegrityError escaping is
+    the bug these tests look for)."""
     start = threading.Barrier(racers)
-    outcomes = []
+    outcomes: list = [None] * racers
+    finished = []
 
     def run(i):
         try:
             start.wait()
-            outcomes.append(call(i))
-        except ServiceError as exc:
-            outcomes.append(exc)
-        except Exception as exc:  # reported to the test
-            outcomes.append(exc)
+            outcomes[i] = call(i)
+        except Exception as exc:  # a ServiceError, or the bug: reported to the test
+            outcomes[i] = exc
         finally:
             connections.close_all()
+            finished.append(i)
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(racers)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
-    assert len(outcomes) == racers, "a racer did not finish"
+    assert len(finished) == racers, "a racer did not finish"
     return outcomes
 
 

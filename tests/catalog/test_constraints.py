@@ -20,46 +20,19 @@ the demo seed writes them through `services.offer_create_if_missing`. Nothing el
 | catalog_price_positive            | value    | the price row validates the constraint     |
 """
 
-import threading
 from decimal import Decimal
 
 import pytest
-from django.db import connection, connections
 from django.test import Client
 
 from kernodeck.catalog import services
 from kernodeck.catalog.models import Offer, OfferPrice
+from tests.constraint_races import needs_postgres, race
 from tests.factories import make_offer, make_user
 
 pytestmark = pytest.mark.django_db
 
 ADD = "/backoffice/catalog/offer/add/"
-
-
-def _needs_postgres():
-    if connection.vendor != "postgresql":
-        pytest.skip("race tests need PostgreSQL: set KERNODECK_DATABASE_URL=postgres://…")
-
-
-def _race(count, work):
-    start = threading.Barrier(count)
-    results = [None] * count
-
-    def run(n):
-        try:
-            start.wait()
-            results[n] = work(n)
-        except Exception as exc:
-            results[n] = exc
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
 
 
 def _operator_client():
@@ -137,11 +110,11 @@ def test_a_slug_already_taken_is_a_form_error():
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_two_operators_adding_one_slug_at_once_save_one_and_tell_the_other():
-    _needs_postgres()
+    needs_postgres()
     clients = [_operator_client() for _ in range(3)]
     prices = [(3, "100.00")], [(3, "200.00")], [(3, "300.00")]
 
-    results = _race(3, lambda n: clients[n].post(ADD, _offer_form(prices=prices[n])))
+    results = race(lambda n: clients[n].post(ADD, _offer_form(prices=prices[n])), 3)
 
     assert all(not isinstance(r, Exception) for r in results), results
     codes = [r.status_code for r in results]
@@ -175,7 +148,7 @@ def test_seeding_an_offer_twice_creates_it_once():
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_seeds_create_one_offer():
-    _needs_postgres()
+    needs_postgres()
 
     def seed(_n):
         return services.offer_create_if_missing(
@@ -187,7 +160,7 @@ def test_concurrent_seeds_create_one_offer():
             prices={3: Decimal("10.00"), 7: Decimal("20.00")},
         )
 
-    results = _race(4, seed)
+    results = race(seed, 4)
 
     assert not [r for r in results if isinstance(r, Exception)], results
     assert len([r for r in results if isinstance(r, Offer)]) == 1

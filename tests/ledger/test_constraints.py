@@ -30,11 +30,10 @@ the last entry and the entry of the same cause first: that lock serialises the r
 | ledger_refund_has_order               | internal | balance_refund_order passes the order |
 """
 
-import threading
 from decimal import Decimal
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import transaction
 
 from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.ledger import selectors, services
@@ -43,38 +42,11 @@ from kernodeck.orders import locks as order_locks
 from kernodeck.payments import services as payment_services
 from kernodeck.settlement import orders as settlement_orders
 from kernodeck.settlement import topups as settlement_topups
+from tests.constraint_races import needs_postgres, race
 from tests.factories import make_offer, make_order, make_settled_order, make_user
 from tests.ledger.helpers import funded_account
 
 pytestmark = pytest.mark.django_db
-
-
-def _needs_postgres():
-    if connection.vendor != "postgresql":
-        pytest.skip("race tests need PostgreSQL: set KERNODECK_DATABASE_URL=postgres://…")
-
-
-def _race(count, work):
-    """Run `work(n)` in `count` threads on their own connections, started together; return
-    what each returned or raised."""
-    start = threading.Barrier(count)
-    results = [None] * count
-
-    def run(n):
-        try:
-            start.wait()
-            results[n] = work(n)
-        except Exception as exc:
-            results[n] = exc
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
 
 
 def _operator():
@@ -98,7 +70,7 @@ def test_a_topup_amount_outside_the_list_is_refused_before_the_database(amount):
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_movements_of_one_account_number_their_entries_once():
-    _needs_postgres()
+    needs_postgres()
     account, operator = make_user(), _operator()
     funded_account(account, "100", operator)
 
@@ -108,7 +80,7 @@ def test_concurrent_movements_of_one_account_number_their_entries_once():
             account=account, amount_usd=amount, actor=operator, reason=f"race {n}"
         )
 
-    results = _race(8, move)
+    results = race(move, 8)
 
     assert all(isinstance(r, LedgerEntry | services.InsufficientBalance) for r in results), results
     entries = list(LedgerEntry.objects.filter(account=account).order_by("sequence"))
@@ -144,13 +116,13 @@ def test_a_debit_past_the_balance_is_a_409_not_a_negative_balance():
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_balance_payments_of_one_order_charge_it_once():
-    _needs_postgres()
+    needs_postgres()
     account = make_user()
     funded_account(account, "1000", _operator())
     order = make_order(owner=account)
 
-    results = _race(
-        5, lambda _n: settlement_orders.order_pay_with_balance(order=order, actor=account)
+    results = race(
+        lambda _n: settlement_orders.order_pay_with_balance(order=order, actor=account), 5
     )
 
     assert all(isinstance(r, tuple) for r in results), results  # each sees it paid

@@ -28,12 +28,11 @@ an IntegrityError (a 500 on the web).
 | ChainState.network (primary key)       | internal | the watcher's get_or_create          |
 """
 
-import threading
 from decimal import Decimal
 
 import pytest
 from django.contrib.auth.models import Permission
-from django.db import connection, connections, transaction
+from django.db import transaction
 from django.test import Client
 
 from kernodeck.core.errors import Conflict, InvalidInput
@@ -49,37 +48,10 @@ from kernodeck.payments.models import (
     Rate,
     Transfer,
 )
+from tests.constraint_races import needs_postgres, race
 from tests.factories import make_offer, make_order, make_user
 
 pytestmark = pytest.mark.django_db
-
-
-def _needs_postgres():
-    if connection.vendor != "postgresql":
-        pytest.skip("race tests need PostgreSQL: set KERNODECK_DATABASE_URL=postgres://…")
-
-
-def _race(count, work):
-    """Run `work(n)` in `count` threads on their own connections, started together; return
-    what each returned or raised."""
-    start = threading.Barrier(count)
-    results = [None] * count
-
-    def run(n):
-        try:
-            start.wait()
-            results[n] = work(n)
-        except Exception as exc:
-            results[n] = exc
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
 
 
 def _usdt_intent():
@@ -155,13 +127,13 @@ def test_a_provider_price_that_is_not_positive_is_dropped():
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_first_addresses_of_a_wallet_create_one_counter():
-    _needs_postgres()
+    needs_postgres()
 
     def take(_n):
         with transaction.atomic():
             return locks.counter_take_index(chain="bitcoin", wallet_fingerprint="feedf00d")
 
-    results = _race(6, take)
+    results = race(take, 6)
 
     assert all(isinstance(r, int) for r in results), results  # no IntegrityError among them
     assert sorted(results) == list(range(6))
@@ -173,7 +145,7 @@ def test_concurrent_first_addresses_of_a_wallet_create_one_counter():
 def test_concurrent_instructions_get_distinct_addresses_indexes_and_references(
     configured, fresh_rates
 ):
-    _needs_postgres()
+    needs_postgres()
     offer = make_offer(units_total=100)
     orders = [make_order(offer=offer) for _ in range(8)]
     methods = ["eth-ethereum", "usdt-tron", "sol-solana", "btc-bitcoin"] * 2
@@ -183,7 +155,7 @@ def test_concurrent_instructions_get_distinct_addresses_indexes_and_references(
             order=orders[n], method_code=methods[n], actor=orders[n].owner
         )
 
-    results = _race(8, create)
+    results = race(create, 8)
 
     assert all(isinstance(r, PaymentIntent) for r in results), results
     intents = list(PaymentIntent.objects.all())
@@ -263,7 +235,7 @@ def _recorder():
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_two_operators_recording_one_transaction_at_once_store_it_once(configured, fresh_rates):
-    _needs_postgres()
+    needs_postgres()
     intent = _usdt_intent()
     operators = [_recorder() for _ in range(3)]
     amounts = ["209.96", "5", "7"]
@@ -277,7 +249,7 @@ def test_two_operators_recording_one_transaction_at_once_store_it_once(configure
             reason="seen on tronscan",
         )
 
-    results = _race(3, record)
+    results = race(record, 3)
 
     stored = [r for r in results if isinstance(r, Transfer)]
     refused = [r for r in results if isinstance(r, Conflict)]
@@ -318,7 +290,7 @@ def test_a_transfer_recorded_by_hand_that_a_watcher_stored_is_a_409(configured, 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_watcher_passes_store_one_transfer(configured, fresh_rates):
-    _needs_postgres()
+    needs_postgres()
     intent = _usdt_intent()
     seen = ObservedTransfer(
         network="tron",
@@ -330,7 +302,7 @@ def test_concurrent_watcher_passes_store_one_transfer(configured, fresh_rates):
         confirmations=3,
     )
 
-    results = _race(5, lambda _n: watching.transfer_record(seen, intent=intent))
+    results = race(lambda _n: watching.transfer_record(seen, intent=intent), 5)
 
     assert all(isinstance(r, Transfer) for r in results), results
     assert Transfer.objects.count() == 1
