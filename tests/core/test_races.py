@@ -104,4 +104,6 @@ def test_a_real_deadlock_is_retried_and_both_succeed():
 
     assert escaped == []
     assert results == ["ok", "ok"]
-    assert len(attempts) == 3  # PostgreSQL ended one of them once; it ran again
+    # PostgreSQL ended at least one of them and it ran again. On a busy machine the retry
+    # can meet the other's first try once more, so the count is a range, not exactly 3.
+    assert 3 <= len(attempts) <= 2 * RACE_ATTEMPTS
