@@ -4,6 +4,7 @@ import uuid
 
 from django.apps import apps
 from django.db.models import Count
+from django.utils.translation import gettext as _
 
 from kernodeck.accounts.models import User, normalize_email
 from kernodeck.core.errors import NotFound
@@ -43,8 +44,6 @@ def tickets_for(*, owner):
 
 def ticket_get_for_owner(*, owner, ticket_id) -> Ticket:
     """The owner's ticket, or NotFound — also when it belongs to someone else."""
-    from django.utils.translation import gettext as _
-
     pk = _uuid(ticket_id)
     ticket = (
         Ticket.objects.filter(owner=owner, pk=pk).select_related("order", "intent").first()
@@ -57,8 +56,6 @@ def ticket_get_for_owner(*, owner, ticket_id) -> Ticket:
 
 
 def ticket_get_for_staff(*, ticket_id) -> Ticket:
-    from django.utils.translation import gettext as _
-
     pk = _uuid(ticket_id)
     ticket = (
         Ticket.objects.filter(pk=pk).select_related("order", "owner", "intent").first()
@@ -75,8 +72,6 @@ def ticket_messages(*, ticket):
 
 
 def attachment_get(*, ticket, attachment_id):
-    from django.utils.translation import gettext as _
-
     attachment = (
         Attachment.objects.filter(message__ticket=ticket, pk=int(attachment_id)).first()
         if str(attachment_id).isascii() and str(attachment_id).isdigit()
@@ -185,8 +180,6 @@ def access_requests_inbox(*, status: str | None = None):
 
 
 def access_request_get_for_staff(*, request_id) -> AccessRequest:
-    from django.utils.translation import gettext as _
-
     pk = _uuid(request_id)
     found = AccessRequest.objects.filter(pk=pk).first() if pk else None
     if found is None:

@@ -12,6 +12,7 @@ and, once satisfied, end every way into the account and e-mail it a single-use l
 the person chooses a new password (`access_password_link_send`).
 """
 
+from django.conf import settings
 from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -172,8 +173,6 @@ def access_password_link_send(*, access_request: AccessRequest, actor):
     revoked (`accounts.services.password_reset_by_staff`); the link goes to the account's
     own address, never elsewhere, and dies when used or after PASSWORD_RESET_TIMEOUT.
     """
-    from django.conf import settings
-
     account = selectors.account_for_access_request(access_request=access_request)
     if account is None:
         raise Conflict(_("No account has this address: there is no password to set."))
