@@ -298,8 +298,8 @@ KERNODECK_COINGECKO_URL = os.environ.get(
 KERNODECK_COINGECKO_API_KEY = os.environ.get("KERNODECK_COINGECKO_API_KEY", "")
 KERNODECK_HTTP_TIMEOUT = float(os.environ.get("KERNODECK_HTTP_TIMEOUT", 10))
 KERNODECK_CHAIN_MODE = os.environ.get("KERNODECK_CHAIN_MODE", "mainnet")
-if KERNODECK_CHAIN_MODE not in {"mainnet", "testnet"}:
-    raise ImproperlyConfigured("KERNODECK_CHAIN_MODE must be mainnet or testnet.")
+if KERNODECK_CHAIN_MODE not in {"mainnet", "testnet", "regtest"}:
+    raise ImproperlyConfigured("KERNODECK_CHAIN_MODE must be mainnet, testnet or regtest.")
 KERNODECK_XPUBS = {
     chain: os.environ.get(f"KERNODECK_XPUB_{chain.upper()}", "").strip()
     for chain in ("bitcoin", "litecoin", "ethereum", "tron")
@@ -330,7 +330,9 @@ _CHAIN_DEFAULTS = {
 
 
 def _chain_url(name):
-    return os.environ.get(name, "" if KERNODECK_DEMO else _CHAIN_DEFAULTS[name]).strip()
+    # regtest (rehearsals against the operator's own nodes) has no public endpoint.
+    default = "" if KERNODECK_DEMO or KERNODECK_CHAIN_MODE == "regtest" else _CHAIN_DEFAULTS[name]
+    return os.environ.get(name, default).strip()
 
 
 KERNODECK_BITCOIN_ESPLORA_URL = _chain_url("KERNODECK_BITCOIN_ESPLORA_URL")
@@ -339,6 +341,13 @@ KERNODECK_ETHEREUM_RPC_URL = _chain_url("KERNODECK_ETHEREUM_RPC_URL")
 KERNODECK_TRON_API_URL = _chain_url("KERNODECK_TRON_API_URL")
 KERNODECK_SOLANA_RPC_URL = _chain_url("KERNODECK_SOLANA_RPC_URL")
 KERNODECK_TRON_API_KEY = os.environ.get("KERNODECK_TRON_API_KEY", "")
+# The operator's own Bitcoin Core / Litecoin Core node (JSON-RPC), watched instead of
+# Esplora when set: http://user:password@127.0.0.1:8332/, or the URL without credentials
+# and the node's cookie file (e.g. ~/.bitcoin/.cookie) in KERNODECK_*_RPC_COOKIE_FILE.
+KERNODECK_BITCOIN_RPC_URL = os.environ.get("KERNODECK_BITCOIN_RPC_URL", "").strip()
+KERNODECK_BITCOIN_RPC_COOKIE_FILE = os.environ.get("KERNODECK_BITCOIN_RPC_COOKIE_FILE", "")
+KERNODECK_LITECOIN_RPC_URL = os.environ.get("KERNODECK_LITECOIN_RPC_URL", "").strip()
+KERNODECK_LITECOIN_RPC_COOKIE_FILE = os.environ.get("KERNODECK_LITECOIN_RPC_COOKIE_FILE", "")
 # The demo's chain simulator (kernodeck/demo/simulator/): its control API, used by the
 # demo-only payment panel. Read in demo mode only; `kernodeck demo` sets it.
 KERNODECK_DEMO_SIMULATOR_URL = (

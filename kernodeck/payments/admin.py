@@ -1,4 +1,5 @@
 from django import forms
+from django.conf import settings
 from django.contrib import admin
 
 from kernodeck.core.admin_mixins import ReadOnlyAdminMixin
@@ -44,7 +45,7 @@ class PaymentMethodAdmin(admin.ModelAdmin):
         extra_context["wallets"] = sorted(
             registry.configured_wallets().values(), key=lambda wallet: wallet.chain
         )
-        extra_context["chain_mode"] = "testnet" if registry.testnet() else "mainnet"
+        extra_context["chain_mode"] = settings.KERNODECK_CHAIN_MODE
         extra_context["availability"] = selectors.methods_overview()
         return super().changelist_view(request, extra_context=extra_context)
 

@@ -15,7 +15,13 @@ def _load(keys: tuple, solana_recipient: str, testnet: bool, demo: bool):
 
 
 def testnet() -> bool:
-    return settings.KERNODECK_CHAIN_MODE == "testnet"
+    """Test coins: testnet, or regtest (which uses testnet keys, tpub/vpub…)."""
+    return settings.KERNODECK_CHAIN_MODE in {"testnet", "regtest"}
+
+
+def regtest() -> bool:
+    """The operator's own regtest nodes (rehearsals): bcrt1…/rltc1… addresses."""
+    return settings.KERNODECK_CHAIN_MODE == "regtest"
 
 
 def configured_wallets() -> dict[str, WatchOnlyWallet]:

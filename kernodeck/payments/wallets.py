@@ -24,6 +24,8 @@ from bip_utils import (
     Bip84,
     Bip84Coins,
     Ed25519PublicKey,
+    SegwitBech32Decoder,
+    SegwitBech32Encoder,
 )
 from bip_utils.bip.conf.bip44 import Bip44ConfGetter
 from bip_utils.bip.conf.bip84 import Bip84ConfGetter
@@ -234,12 +236,25 @@ def _receive_chain(chain, public_key, testnet):
     return account.Change(Bip44Changes.CHAIN_EXT)
 
 
-def derive_address(chain: str, public_key: str, index: int, *, testnet: bool) -> str:
-    """The receive address m/<purpose>'/<coin>'/0'/0/<index> of the account key."""
+# regtest (KERNODECK_CHAIN_MODE=regtest) uses the testnet keys and derivation, and
+# spells the same witness program with its own bech32 prefix.
+REGTEST_HRP = {Chain.BITCOIN: ("tb", "bcrt"), Chain.LITECOIN: ("tltc", "rltc")}
+
+
+def derive_address(
+    chain: str, public_key: str, index: int, *, testnet: bool, regtest: bool = False
+) -> str:
+    """The receive address m/<purpose>'/<coin>'/0'/0/<index> of the account key (with
+    `regtest`: the testnet address in the regtest spelling, bcrt1…, rltc1…)."""
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < MAX_INDEX:
         raise ValueError(f"Address index must be an integer from 0 to {MAX_INDEX - 1}.")
-    node = _receive_chain(chain, public_key.strip(), bool(testnet))
-    return node.AddressIndex(index).PublicKey().ToAddress()
+    node = _receive_chain(chain, public_key.strip(), bool(testnet or regtest))
+    address = node.AddressIndex(index).PublicKey().ToAddress()
+    if regtest and chain in REGTEST_HRP:
+        testnet_hrp, regtest_hrp = REGTEST_HRP[Chain(chain)]
+        version, program = SegwitBech32Decoder.Decode(testnet_hrp, address)
+        address = SegwitBech32Encoder.Encode(regtest_hrp, version, program)
+    return address
 
 
 def _canonical(chain, public_key, testnet):

@@ -5,6 +5,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from kernodeck.payments import methods, registry
+from kernodeck.payments.chains.core_rpc import CoreRpcAdapter
 from kernodeck.payments.chains.esplora import EsploraAdapter
 from kernodeck.payments.chains.ethereum import EthereumAdapter
 from kernodeck.payments.chains.solana import SolanaAdapter
@@ -14,14 +15,25 @@ from kernodeck.payments.models import PaymentMethod
 NETWORKS = ("bitcoin", "litecoin", "ethereum", "tron", "solana")
 
 
-def api_url(network: str) -> str:
+def core_rpc_url(network: str) -> str:
+    """The operator's own Bitcoin Core / Litecoin Core node, chosen over Esplora when set."""
     return {
-        "bitcoin": settings.KERNODECK_BITCOIN_ESPLORA_URL,
-        "litecoin": settings.KERNODECK_LITECOIN_ESPLORA_URL,
-        "ethereum": settings.KERNODECK_ETHEREUM_RPC_URL,
-        "tron": settings.KERNODECK_TRON_API_URL,
-        "solana": settings.KERNODECK_SOLANA_RPC_URL,
-    }[network]
+        "bitcoin": settings.KERNODECK_BITCOIN_RPC_URL,
+        "litecoin": settings.KERNODECK_LITECOIN_RPC_URL,
+    }.get(network, "")
+
+
+def api_url(network: str) -> str:
+    return (
+        core_rpc_url(network)
+        or {
+            "bitcoin": settings.KERNODECK_BITCOIN_ESPLORA_URL,
+            "litecoin": settings.KERNODECK_LITECOIN_ESPLORA_URL,
+            "ethereum": settings.KERNODECK_ETHEREUM_RPC_URL,
+            "tron": settings.KERNODECK_TRON_API_URL,
+            "solana": settings.KERNODECK_SOLANA_RPC_URL,
+        }[network]
+    )
 
 
 def api_url_shown(network: str) -> str:
@@ -47,6 +59,14 @@ def adapter_for(network: str):
         return None
     timeout = settings.KERNODECK_HTTP_TIMEOUT
     testnet = registry.testnet()
+    if core_rpc_url(network):
+        return CoreRpcAdapter(
+            network,
+            url,
+            chain_mode=settings.KERNODECK_CHAIN_MODE,
+            cookie_file=getattr(settings, f"KERNODECK_{network.upper()}_RPC_COOKIE_FILE"),
+            timeout=timeout,
+        )
     if network in {"bitcoin", "litecoin"}:
         return EsploraAdapter(
             network, url, timeout=timeout, concurrency=settings.KERNODECK_WATCH_CONCURRENCY

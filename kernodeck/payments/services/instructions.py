@@ -178,7 +178,13 @@ def payment_intent_create(
             index = locks.counter_take_index(
                 chain=method.chain, wallet_fingerprint=wallet.fingerprint
             )
-            address = derive_address(method.chain, wallet.public_key, index, testnet=testnet)
+            address = derive_address(
+                method.chain,
+                wallet.public_key,
+                index,
+                testnet=testnet,
+                regtest=registry.regtest(),
+            )
         intent = PaymentIntent.objects.create(
             purpose=purpose,
             order=order,

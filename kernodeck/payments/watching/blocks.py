@@ -42,7 +42,10 @@ logger = logging.getLogger(__name__)
 
 
 def block_scanning(network: str, adapter) -> bool:
-    """Whether this network's pass scans new blocks instead of polling each address."""
+    """Whether this network's pass scans new blocks instead of polling each address (always
+    on one's own node: it has no address index)."""
+    if getattr(adapter, "scans_blocks_only", False):
+        return True
     return settings.KERNODECK_WATCH_BLOCK_SCAN and hasattr(adapter, "scan_blocks")
 
 
