@@ -13,10 +13,12 @@ import subprocess
 import time
 from datetime import timedelta
 from decimal import Decimal
+from io import StringIO
 
 import httpx
 import pytest
 from bip_utils import Bip84, Bip84Coins
+from django.core.management import call_command
 
 from kernodeck.core import clock
 from kernodeck.payments import services, watching
@@ -170,7 +172,7 @@ def transfer(txid) -> Transfer:
     return Transfer.objects.get(network="litecoin", txid=txid)
 
 
-def test_regtest_addresses_are_the_testnet_keys_in_the_regtest_spelling(regtest):
+def test_regtest_addresses_are_the_testnet_keys_in_the_regtest_spelling(regtest, settings):
     intent = ltc_intent()
     assert intent.address.startswith("rltc1")
     key = Bip84.FromSeed(b"\x01" * 64, Bip84Coins.BITCOIN_TESTNET)
@@ -181,6 +183,13 @@ def test_regtest_addresses_are_the_testnet_keys_in_the_regtest_spelling(regtest)
     assert testnet[3:-6] == regtest_address[5:-6]  # the same witness program
     # The node agrees that the address is one of its chain.
     assert regtest.call("validateaddress", intent.address)["isvalid"] is True
+    out = StringIO()  # and an operator can check it against their wallet
+    key = settings.KERNODECK_XPUBS["litecoin"]
+    index = f"--index={intent.derivation_index}"
+    call_command(
+        "derive_address", "--network=litecoin", f"--xpub={key}", index, "--regtest", stdout=out
+    )
+    assert out.getvalue() == f"{intent.address}\n"
 
 
 def test_payments_exact_under_and_over_from_the_mempool_to_settlement(regtest):

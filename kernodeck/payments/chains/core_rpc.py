@@ -74,6 +74,7 @@ START_DEPTH = KEPT_BLOCKS  # the first scan (or one after a deeper reorg) reads 
 MAX_BLOCKS_PER_SCAN = 50  # blocks read per pass; a longer outage is caught up pass by pass
 MEMPOOL_BUDGET = 2000  # new mempool transactions read per pass; the rest in the next ones
 BATCH = 200  # calls per JSON-RPC batch (getrawtransaction, getblockhash)
+BLOCK_TX_CHUNK = 25  # transactions per batch of a block too large to read at once
 COIN = 10**8  # satoshis (litoshis) per coin: Core writes values in coins, 8 decimals
 TX_NOT_FOUND = -5  # RPC_INVALID_ADDRESS_OR_KEY: the transaction left the mempool
 
@@ -225,18 +226,55 @@ class CoreRpcAdapter:
         return kept
 
     def _block_txs(self, client, height: int, block_hash: str) -> list[dict]:
-        """The block's transactions, each with the block's height and time."""
-        (block,) = self._calls(client, [("getblock", [block_hash, 2])])
+        """The block's transactions, each with the block's height and time: the whole
+        block at once (`getblock` verbosity 2), or, for a block whose answer is larger than
+        an answer may be (a full block of big witnesses), its txids and then its
+        transactions a few at a time (`getrawtransaction` with the block's hash: no
+        txindex needed)."""
+        try:
+            block = self._block(client, height, block_hash, verbosity=2)
+            txs = block["tx"]
+        except ChainError as exc:
+            if not _too_large(exc):
+                raise
+            logger.info("%s: block %s read transaction by transaction", self.network, height)
+            block = self._block(client, height, block_hash, verbosity=1)
+            txs = self._txs_of(
+                client, block_hash, [_checked_hash(t, "a txid") for t in block["tx"]]
+            )
+        status = {"height": height, "time": block.get("time")}
+        for tx in txs:
+            if not isinstance(tx, dict):
+                raise ChainError(f"{self.network}: block {block_hash} holds no transaction list")
+        return [{**tx, "_block": status} for tx in txs]
+
+    def _block(self, client, height: int, block_hash: str, *, verbosity: int) -> dict:
+        (block,) = self._calls(client, [("getblock", [block_hash, verbosity])])
         if not isinstance(block, dict) or block.get("hash") != block_hash:
             raise ChainError(f"{self.network}: block {block_hash} answered another block")
         if block.get("height") != height or not isinstance(block.get("tx"), list):
             raise ChainError(f"{self.network}: block {block_hash} is not block {height}")
-        status = {"height": height, "time": block.get("time")}
+        return block
+
+    def _txs_of(self, client, block_hash: str, txids: list[str]) -> list[dict]:
+        """The transactions `txids` of the block, BLOCK_TX_CHUNK per batch, one by one
+        where a batch's answer is too large."""
         txs = []
-        for tx in block["tx"]:
-            if not isinstance(tx, dict):
-                raise ChainError(f"{self.network}: block {block_hash} holds no transaction list")
-            txs.append({**tx, "_block": status})
+        for start in range(0, len(txids), BLOCK_TX_CHUNK):
+            chunk = [
+                ("getrawtransaction", [t, True, block_hash])
+                for t in txids[start:][:BLOCK_TX_CHUNK]
+            ]
+            try:
+                txs.extend(self._calls(client, chunk))
+            except ChainError as exc:
+                if not _too_large(exc) or len(chunk) == 1:
+                    raise
+                for call in chunk:
+                    txs.extend(self._calls(client, [call]))
+        for txid, tx in zip(txids, txs, strict=True):
+            if not isinstance(tx, dict) or tx.get("txid") != txid:
+                raise ChainError(f"{self.network}: getrawtransaction {txid} answered another")
         return txs
 
     def _mempool_txs(self, client, txids: Sequence[str]) -> list[dict]:
@@ -405,6 +443,11 @@ def _base_units(value: Any, what: str) -> int:
     if units != units.to_integral_value() or units < 0:
         raise ChainError(f"{what}: the value {value} is not a whole number of base units")
     return int(units)
+
+
+def _too_large(exc: ChainError) -> bool:
+    """Whether the answer was refused for its size (http's MAX_BODY_BYTES)."""
+    return "answer is larger than" in str(exc)
 
 
 def _checked_hash(value: Any, what: str) -> str:

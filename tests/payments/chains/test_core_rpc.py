@@ -6,6 +6,7 @@ import base64
 
 import pytest
 
+from kernodeck.payments.chains import http
 from kernodeck.payments.chains.base import ChainError, WatchTarget
 from kernodeck.payments.chains.core_rpc import CoreRpcAdapter
 from kernodeck.payments.chains.esplora import watched_among
@@ -51,8 +52,13 @@ class FakeCore:
             result = [*self.mempool, GONE]
         elif method == "getblockhash":
             result = BLOCK if params[0] == 101 else "00" * 32
-        elif method == "getblock":
+        elif method == "getblock" and params[1] == 2:
             result = self.block
+        elif method == "getblock":
+            result = {**self.block, "tx": [tx["txid"] for tx in self.block["tx"]]}
+        elif method == "getrawtransaction" and len(params) == 3:
+            assert params[2] == BLOCK
+            result = next(tx for tx in self.block["tx"] if tx["txid"] == params[0])
         elif method == "getrawtransaction":
             if params[0] not in self.mempool:
                 return {"id": call["id"], "result": None, "error": {"code": -5, "message": "No"}}
@@ -84,6 +90,23 @@ def test_blocks_and_mempool_are_read_with_the_core_22_address_field(server):
     assert "secret" not in core.base_url
     sent = server.requests[0].headers["authorization"]
     assert base64.b64decode(sent.split()[1]) == b"kd:secret"
+
+
+def test_a_block_too_large_to_read_at_once_is_read_transaction_by_transaction(server, monkeypatch):
+    fake = FakeCore(server)
+    many = [
+        {"txid": f"{i:064x}", "vout": [output(STRANGER, "1", 0), output(OURS, "0.001", 1)]}
+        for i in range(1, 40)
+    ]
+    fake.block["tx"] += many
+    monkeypatch.setattr(http, "MAX_BODY_BYTES", 6_000)  # the block (~8 kB) is too large
+    scan = adapter(server).scan_blocks(
+        watched_among([WatchTarget(OURS)]), blocks=[[100, "00" * 32]]
+    )
+    assert len([t for t in scan.transfers if t.confirmations == 1]) == 40
+    calls = [call["method"] for r in server.requests for call in r.json()]
+    assert calls.count("getblock") == 2  # verbosity 2 refused, then the txids
+    assert calls.count("getrawtransaction") >= 40
 
 
 def test_the_cookie_file_gives_the_credentials_and_an_unreadable_one_fails(server, tmp_path):
