@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from kernodeck.demo.simulator import make_server
+from tests.processes import migrated_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,11 +33,15 @@ def bare_environment(tmp_path) -> dict[str, str]:
     return env
 
 
-def test_watch_chains_runs_with_the_demo_variables_alone(tmp_path):
+def test_watch_chains_runs_with_the_demo_variables_alone(tmp_path, tmp_path_factory):
     env = {**bare_environment(tmp_path), "KERNODECK_DEMO": "1"}
+    # The demo's database is var/kernodeck.db: the run's migrated file put there is the one
+    # `migrate` reads (nothing left to apply), not a new one somewhere else.
+    migrated_copy(tmp_path_factory, tmp_path / "kernodeck.db")
 
-    migrated = kernodeck("migrate", "-v", "0", env=env)
+    migrated = kernodeck("migrate", env=env)
     assert migrated.returncode == 0, migrated.stderr
+    assert "No migrations to apply." in migrated.stdout
     result = kernodeck("watch_chains", "--once", env=env)
 
     assert result.returncode == 0, result.stderr

@@ -24,6 +24,7 @@ import pytest
 
 from tests.core.test_demo_commands import bare_environment
 from tests.core.test_serve import free_port, get
+from tests.processes import migrated_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 START_DEADLINE = 240  # seconds: a hang guard for a busy machine, not a measure of speed
@@ -273,8 +274,11 @@ class Demo:
 
 @pytest.fixture(scope="module")
 def var_dir(tmp_path_factory):
-    """One var/ for the module: the first demo migrates its database, the others reuse it."""
-    return tmp_path_factory.mktemp("demo-var")
+    """One var/ for the module, its database the run's migrated file (the demo's own migrate
+    then has nothing to do; its first start from scratch is tested in test_serve)."""
+    folder = tmp_path_factory.mktemp("demo-var")
+    migrated_copy(tmp_path_factory, folder / "kernodeck.db")
+    return folder
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import pytest
 from django.core.management.base import CommandError
 
 from kernodeck.core.management.commands.serve import worker_recycling
+from tests.processes import migrated_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,12 +51,10 @@ def production_environment(tmp_path, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def server(tmp_path):
+def server(tmp_path, tmp_path_factory):
     port = free_port()
     env = production_environment(tmp_path)
-    subprocess.run(
-        [sys.executable, "-m", "kernodeck", "migrate", "-v", "0"], env=env, cwd=ROOT, check=True
-    )
+    migrated_copy(tmp_path_factory, tmp_path / "serve.db")  # the run's migrated file
     process = subprocess.Popen(
         [
             sys.executable,
@@ -131,7 +130,7 @@ def test_the_demo_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path):
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 240  # a hang guard for a busy machine
+        deadline = time.monotonic() + 600  # a hang guard for a busy machine
         while time.monotonic() < deadline and process.poll() is None:
             try:
                 if get(f"{base}/healthz")[0] == 200:
