@@ -36,6 +36,7 @@ from typing import Any
 
 import httpx
 
+from kernodeck.core import tls
 from kernodeck.payments.chains.base import ChainError
 
 ATTEMPTS = 3
@@ -62,7 +63,9 @@ class _Transient(Exception):
 
 def new_client() -> httpx.Client:
     """A client for several calls in a row; the caller closes it (`with new_client() as c:`)."""
-    return httpx.Client(follow_redirects=False, headers={"User-Agent": USER_AGENT})
+    return httpx.Client(
+        follow_redirects=False, headers={"User-Agent": USER_AGENT}, verify=tls.client_context()
+    )
 
 
 def each_concurrently(fetch: Callable[[Any], Any], items: Sequence, *, workers: int) -> list:

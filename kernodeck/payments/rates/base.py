@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from kernodeck.core import tls
+
 logger = logging.getLogger(__name__)
 
 ASSETS = ("BTC", "ETH", "USDT", "USDC", "TRX", "SOL", "LTC")
@@ -84,7 +86,9 @@ def get_json(
     `timeout` bounds connecting and each read, not the whole transfer.
     """
     try:
-        with httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False) as client:
+        with httpx.Client(
+            timeout=httpx.Timeout(timeout), follow_redirects=False, verify=tls.client_context()
+        ) as client:
             response = client.get(
                 url,
                 params=params,
