@@ -166,7 +166,7 @@ class GpuSampleOut(Schema):
 
 
 class GpuUseOut(Schema):
-    host: str
+    machine: int
     index: int
     current: GpuSampleOut | None
     stale: bool
@@ -183,8 +183,9 @@ class OrderGpusOut(Schema):
 def order_gpus(request, reference: str):
     """The rental's GPUs: each one's use now (`current`) and over the last hour (`samples`,
     oldest first, about one a minute): utilisation %, memory in MiB, °C and W (null where the
-    GPU does not report it). `stale` when no sample came for a few minutes. Empty before the
-    access is delivered and once the rental is over."""
+    GPU does not report it). `index` is the GPU's index on its machine (CUDA's); `machine`
+    numbers the rental's machines from 1 (always 1 on one machine). `stale` when no sample
+    came for a few minutes. Empty before the access is delivered and once it is over."""
     order = selectors.order_get_for_owner(owner=request.auth, reference=reference)
     gpus = provisioning_selectors.rental_gpu_use(order=order)
     return {
@@ -192,7 +193,7 @@ def order_gpus(request, reference: str):
         "window_seconds": int(provisioning_selectors.GPU_USE_WINDOW.total_seconds()),
         "gpus": [
             {
-                "host": gpu.host,
+                "machine": gpu.machine,
                 "index": gpu.index,
                 "current": gpu.latest,
                 "stale": gpu.stale,

@@ -96,7 +96,7 @@ def test_the_reconcile_samples_the_gpus_and_the_order_api_and_node_page_plot_the
     assert [s["power_w"] for s in first["samples"]] == [512.3, None]
     assert first["current"]["memory_used_mib"] == 40960 + index
     assert first["current"]["memory_total_mib"] == 81559
-    assert (first["host"], first["stale"], body["window_seconds"]) == (host.address, False, 3600)
+    assert (first["machine"], first["stale"], body["window_seconds"]) == (1, False, 3600)
     stranger = token_client(client, make_user())
     assert client.get(f"/api/v1/orders/{order.reference}/gpus", **stranger).status_code == 404
 
@@ -175,6 +175,7 @@ def test_the_plot_spans_the_last_hour_with_gaps_where_samples_are_missing():
     assert gpu0.lines[2] == ("gpu-line-mem", "40.0,29.9 44.0,29.9")
     assert (gpu0.latest["utilization_pct"], gpu0.memory_pct, gpu0.stale) == (25.0, 50.2, False)
     assert (gpu1.latest, gpu1.lines, gpu1.stale) == (None, [], True)
+    assert (gpu0.machine, gpu0.machines, gpu0.node) == (1, 1, node.name)
 
     clock.freeze(now + timedelta(minutes=5))
     assert selectors.rental_gpu_use(order=order)[0].stale
@@ -189,6 +190,8 @@ def test_the_order_file_shows_the_figures_in_spanish_and_nothing_before_access(c
     page = client.get(f"/orders/{order.reference}/", HTTP_ACCEPT_LANGUAGE="es").content.decode()
     assert "Uso de las GPU, última hora" in page
     assert "40,0 de 79,6 GiB" in page and "87 %" in page
+    assert "(de 0 a 100 %)" in page and "hace una hora" in page
+    assert node.host not in page  # the node's own address may be internal: never shown
     assert 'style="' not in page.split('id="gpu-use"')[1].split("</section>")[0]
 
     queued = make_settled_order(offer=make_offer(units_total=1), units=1)

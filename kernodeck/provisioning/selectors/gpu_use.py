@@ -22,10 +22,15 @@ STALE_PERIODS = 3
 
 @dataclass
 class GpuUse:
-    """One GPU: where it is, its latest sample (None: none yet) and the last hour's."""
+    """One GPU: where it is, its latest sample (None: none yet) and the last hour's.
+
+    `machine` numbers the rental's nodes from 1 (of `machines`): a customer is never shown
+    the node's own name or address, which may be internal.
+    """
 
     node: str
-    host: str
+    machine: int
+    machines: int
     index: int
     latest: dict | None
     stale: bool
@@ -106,6 +111,7 @@ def _gpu_uses(pairs: list[tuple[Node, int]], *, since: datetime) -> list[GpuUse]
     for row in rows.order_by("taken_at"):
         by_gpu.setdefault((row.node_id, row.index), []).append(_sample_out(row))
     stale_after = timedelta(seconds=settings.KERNODECK_GPU_SAMPLE_SECONDS * STALE_PERIODS)
+    machines = list(dict.fromkeys(node.pk for node, _index in pairs))
     uses = []
     for node, index in pairs:
         samples = by_gpu.get((node.pk, index), [])
@@ -122,7 +128,8 @@ def _gpu_uses(pairs: list[tuple[Node, int]], *, since: datetime) -> list[GpuUse]
         uses.append(
             GpuUse(
                 node=node.name,
-                host=node.host,
+                machine=machines.index(node.pk) + 1,
+                machines=len(machines),
                 index=index,
                 latest=latest,
                 stale=latest is None or now - latest["at"] > stale_after,
