@@ -269,6 +269,12 @@ KERNODECK_PROVISIONING_MAX_ATTEMPTS = int(os.environ.get("KERNODECK_PROVISIONING
 # A release (end, refund) a node has not confirmed after this many minutes is an alert, and
 # its node takes no new rental until it is confirmed.
 KERNODECK_RELEASE_OVERDUE_MINUTES = int(os.environ.get("KERNODECK_RELEASE_OVERDUE_MINUTES", 10))
+# GPU use the reconcile samples from each node's agent: at most one sample per GPU every
+# this many seconds, each kept this many hours (the pages plot the last hour).
+KERNODECK_GPU_SAMPLE_SECONDS = int(os.environ.get("KERNODECK_GPU_SAMPLE_SECONDS", 60))
+KERNODECK_GPU_SAMPLE_RETENTION_HOURS = int(
+    os.environ.get("KERNODECK_GPU_SAMPLE_RETENTION_HOURS", 24)
+)
 
 
 def parse_admins(text: str) -> list[tuple[str, str]]:

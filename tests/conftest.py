@@ -6,7 +6,7 @@ from django.test.utils import setup_databases, teardown_databases
 from django.utils import translation
 
 from kernodeck.core import clock
-from tests import databases
+from tests import databases, logsecrets
 
 # The fixtures through which a test reaches the database (pytest-django refuses database
 # access to every other test).
@@ -27,6 +27,12 @@ def touches_the_database(item) -> bool:
         or bool(DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
         or "redis" in item.nodeid.lower()
     )
+
+
+def pytest_configure(config):
+    """Every test's log lines are also written as JSON and checked at the end of the run
+    (tests/logsecrets.py)."""
+    config.pluginmanager.register(logsecrets, "kernodeck-logsecrets")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -64,7 +64,8 @@ LAB_PARENT = "/run"
 
 NVIDIA_SMI_STANDIN = """#!/usr/bin/env python3
 # Stand-in for nvidia-smi on a test host: prints the documented CSV for the GPUs listed in
-# gpus.json beside it (index, uuid, name, memory.total in MiB; driver_version on request).
+# gpus.json beside it (index, uuid, name, memory.total in MiB; driver_version on request;
+# each GPU's use now: utilisation %, memory used, temperature, power, from its "use").
 import json, os, sys
 here = os.path.dirname(os.path.abspath(__file__))
 gpus = json.load(open(os.path.join(here, "gpus.json")))
@@ -75,6 +76,11 @@ if "--query-gpu=driver_version" in args:
 elif "--query-gpu=index,uuid,name,memory.total" in args and "nounits" in args:
     for g in gpus["gpus"]:
         print(f"{g['index']}, {g['uuid']}, {g['name']}, {g['memory_mib']}")
+elif "utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw" in args:
+    for g in gpus["gpus"]:
+        u = {"util": 0, "used": 1, "temp": 31, "power": "68.52", **g.get("use", {})}
+        print(f"{g['index']}, {u['util']}, {u['used']}, {g['memory_mib']}, {u['temp']}, "
+              f"{u['power']}")
 else:
     sys.exit("unsupported stand-in call: " + args)
 """
@@ -228,6 +234,15 @@ class TestHost:
         ]
         tools = self.base / "tools"
         (tools / "gpus.json").write_text(json.dumps({"driver": "570.133.20", "gpus": gpus}))
+
+    def set_gpu_use(self, use: dict[int, dict]) -> None:
+        """What the stand-in reports as GPU `i`'s use now: `{i: {"util": 87, "used": 40960,
+        "temp": 64, "power": "512.3"}}` (a figure may be "[N/A]", as a real card's can)."""
+        path = self.base / "tools" / "gpus.json"
+        data = json.loads(path.read_text())
+        for gpu in data["gpus"]:
+            gpu["use"] = use.get(gpu["index"], {})
+        path.write_text(json.dumps(data))
 
     @property
     def uid_min(self) -> int:

@@ -14,6 +14,7 @@ from kernodeck.backoffice.node_forms import HostKeyAcceptForm, NodeSshForm
 from kernodeck.core.errors import ServiceError
 from kernodeck.core.forms import add_service_error
 from kernodeck.provisioning import node_health, tasks
+from kernodeck.provisioning import selectors as provisioning_selectors
 from kernodeck.provisioning.drivers.ssh import fingerprint
 from kernodeck.provisioning.models import DriverCode, Node
 
@@ -86,5 +87,6 @@ def node_detail(request, name):
             "settings_form": settings_form,
             "accept_form": accept_form,
             "steps": node_health.node_step_log(node),
+            "gpu_use": provisioning_selectors.node_gpu_use(node=node),
         },
     )

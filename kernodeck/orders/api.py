@@ -156,6 +156,54 @@ def order_calendar(request, reference: str):
     return response
 
 
+class GpuSampleOut(Schema):
+    at: datetime
+    utilization_pct: float | None
+    memory_used_mib: int | None
+    memory_total_mib: int | None
+    temperature_c: float | None
+    power_w: float | None
+
+
+class GpuUseOut(Schema):
+    machine: int
+    index: int
+    current: GpuSampleOut | None
+    stale: bool
+    samples: list[GpuSampleOut]
+
+
+class OrderGpusOut(Schema):
+    reference: str
+    window_seconds: int
+    gpus: list[GpuUseOut]
+
+
+@router.get("/orders/{reference}/gpus", response=OrderGpusOut)
+def order_gpus(request, reference: str):
+    """The rental's GPUs: each one's use now (`current`) and over the last hour (`samples`,
+    oldest first, about one a minute): utilisation %, memory in MiB, °C and W (null where the
+    GPU does not report it). `index` is the GPU's index on its machine (CUDA's); `machine`
+    numbers the rental's machines from 1 (always 1 on one machine). `stale` when no sample
+    came for a few minutes. Empty before the access is delivered and once it is over."""
+    order = selectors.order_get_for_owner(owner=request.auth, reference=reference)
+    gpus = provisioning_selectors.rental_gpu_use(order=order)
+    return {
+        "reference": order.reference,
+        "window_seconds": int(provisioning_selectors.GPU_USE_WINDOW.total_seconds()),
+        "gpus": [
+            {
+                "machine": gpu.machine,
+                "index": gpu.index,
+                "current": gpu.latest,
+                "stale": gpu.stale,
+                "samples": gpu.samples,
+            }
+            for gpu in gpus
+        ],
+    }
+
+
 @router.post("/orders/{reference}/cancel", response=OrderOut)
 def order_cancel(request, reference: str):
     """Cancel an unsettled order (409 once it is settled)."""

@@ -105,6 +105,7 @@ def detail(request, reference):
                 order=order, viewer=request.user
             ),
             "rental": rental,
+            "gpu_use": provisioning_selectors.rental_gpu_use(order=order),
             "follow": _follow(order, intents, rental),
         },
     )

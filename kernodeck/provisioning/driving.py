@@ -195,15 +195,17 @@ def node_reconcile(*, node_id: int) -> list[tuple[str, str]]:
     if node is None or node.state == "retired" or not node.host_key:
         return []
     driver = driver_for(node.driver)
-    if not hasattr(driver, "node_status"):
+    if not hasattr(driver, "node_report"):
         return []  # manual nodes: an operator is the controller
     ref = selectors.node_ref(node)
     try:
-        actual = {entry["reference"]: entry for entry in driver.node_status(ref)}
+        report = driver.node_report(ref)
     except DriverError as error:
         logger.warning("reconcile %s: %s", node.name, error.message)
         node_health.driver_error_record(error=error, final=False)
         return []
+    actual = {entry["reference"]: entry for entry in report["rentals"]}
+    services.gpu_samples_record(node=node, samples=report["gpus"])
     applied = []
     orders = selectors.node_live_orders(node)
     for order in orders:

@@ -360,3 +360,36 @@ class StepLease(models.Model):
 
     def __str__(self):
         return f"{self.step} of {self.order_id} by {self.holder}"
+
+
+class GpuSample(models.Model):
+    """One GPU's use at one moment, as the node's agent reported it to the reconcile.
+
+    Per node and GPU index (not per rental): a rental's plot reads the samples of the slots
+    it holds within its period. Bounded: at most one sample per GPU per
+    KERNODECK_GPU_SAMPLE_SECONDS, dropped after KERNODECK_GPU_SAMPLE_RETENTION_HOURS.
+    """
+
+    node = models.ForeignKey(
+        Node, on_delete=models.CASCADE, related_name="+", verbose_name=_("node")
+    )
+    index = models.PositiveSmallIntegerField(verbose_name=_("GPU index"))
+    taken_at = models.DateTimeField(verbose_name=_("taken at"))
+    utilization_pct = models.FloatField(null=True, verbose_name=_("utilisation (%)"))
+    memory_used_mib = models.PositiveIntegerField(null=True, verbose_name=_("memory used (MiB)"))
+    memory_total_mib = models.PositiveIntegerField(null=True, verbose_name=_("memory total (MiB)"))
+    temperature_c = models.FloatField(null=True, verbose_name=_("temperature (°C)"))
+    power_w = models.FloatField(null=True, verbose_name=_("power (W)"))
+
+    class Meta:
+        verbose_name = _("GPU use sample")
+        verbose_name_plural = _("GPU use samples")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["node", "index", "taken_at"], name="provisioning_gpusample_one_per_moment"
+            ),
+        ]
+        indexes = [models.Index(fields=["taken_at"], name="provisioning_gpusample_taken")]
+
+    def __str__(self):
+        return f"{self.node_id}/{self.index} at {self.taken_at:%Y-%m-%d %H:%M}"

@@ -191,6 +191,7 @@ def check_answer(node: str, command: str, answer: Any, *, reference: str | None 
         if not isinstance(rentals, list) or len(rentals) > 10_000:
             check.fail("rentals is not a list")
         out["rentals"] = [_rental(node, item) for item in rentals]
+        out["gpus"] = _gpu_use(check)
     elif command == "inventory":
         out.update(_inventory(check))
     else:
@@ -239,6 +240,48 @@ def _inventory(check: _Checker) -> dict:
         "disk": {"free_bytes": free},
         "rentals": rentals,
     }
+
+
+# Each figure of a GPU use sample and its range (an agent reporting more is broken).
+GPU_USE_RANGES = {
+    "utilization_pct": 100,
+    "memory_used_mib": 16_777_216,
+    "memory_total_mib": 16_777_216,
+    "temperature_c": 200,
+    "power_w": 10_000,
+}
+
+
+def _gpu_use(check: _Checker) -> list[dict]:
+    """`status_all`'s `gpus`: per GPU its use now, figures numbers in range or null.
+
+    Absent (an older agent) is no samples.
+    """
+    samples = check.answer.get("gpus", [])
+    if not isinstance(samples, list) or len(samples) > MAX_GPUS:
+        check.fail("gpus is not a list of GPU use samples")
+    cleaned, seen = [], set()
+    for sample in samples:
+        if not isinstance(sample, dict):
+            check.fail("gpus holds something that is not a GPU use sample")
+        index = sample.get("index")
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < MAX_GPUS:
+            check.fail("a GPU use sample has no valid index")
+        if index in seen:
+            check.fail(f"GPU {index} is sampled twice")
+        seen.add(index)
+        item = {"index": index}
+        for name, high in GPU_USE_RANGES.items():
+            value = sample.get(name)
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 0 <= value <= high
+            ):
+                check.fail(f"GPU {index}'s {name} is not a number from 0 to {high}")
+            item[name] = value
+        cleaned.append(item)
+    return sorted(cleaned, key=lambda item: item["index"])
 
 
 def _rental(node: str, item: Any) -> dict:

@@ -163,7 +163,11 @@ class SshDriver:
 
     def node_status(self, node: NodeRef) -> list[dict]:
         """Every rental the node's agent knows, checked (`status_all`)."""
-        return self._call(node, "status_all", {})["rentals"]
+        return self.node_report(node)["rentals"]
+
+    def node_report(self, node: NodeRef) -> dict:
+        """`status_all` whole: the rentals, and each GPU's use now (`gpus`)."""
+        return self._call(node, "status_all", {})
 
     def suspend(self, rental: RentalSpec) -> StepResult:
         """Locks the account, stops its processes, takes its devices back; on each node."""

@@ -6,7 +6,8 @@ One module per reader, every public name re-exported here so callers keep writin
 - `specs`: what drivers and driver steps work from (`RentalSpec`, `NodeRef`);
 - `desk`: the operators' queues, the fleet with its slots, pending releases;
 - `access`: access as its owner sees it, the one read that decrypts a secret;
-- `overview`: the rental in the customer's words (stages, reason, calendar).
+- `overview`: the rental in the customer's words (stages, reason, calendar);
+- `gpu_use`: the GPUs' use over the last hour, for the order file, the node page, the API.
 """
 
 from kernodeck.provisioning.selectors.access import (
@@ -29,6 +30,8 @@ from kernodeck.provisioning.selectors.desk import (
     step_in_flight,
     waiting_seconds,
 )
+from kernodeck.provisioning.selectors.gpu_use import WINDOW as GPU_USE_WINDOW
+from kernodeck.provisioning.selectors.gpu_use import GpuUse, node_gpu_use, rental_gpu_use
 from kernodeck.provisioning.selectors.overview import (
     CUSTOMER_REASON_STATES,
     END_BEING_APPLIED,
@@ -53,7 +56,9 @@ __all__ = [
     "CUSTOMER_REASON_STATES",
     "DESK_STATES",
     "END_BEING_APPLIED",
+    "GPU_USE_WINDOW",
     "AccessView",
+    "GpuUse",
     "NodeAccess",
     "RentalOverview",
     "Stage",
@@ -64,6 +69,7 @@ __all__ = [
     "delivery_defaults",
     "latest_delivery",
     "node_get",
+    "node_gpu_use",
     "node_live_orders",
     "node_ref",
     "nodes_to_reconcile",
@@ -74,6 +80,7 @@ __all__ = [
     "rental_calendar",
     "rental_driver_code",
     "rental_get",
+    "rental_gpu_use",
     "rental_overview",
     "rental_overview_reason",
     "rental_spec",

@@ -10,7 +10,8 @@ One module per seam, every public name re-exported here so callers keep writing
 - `running`: suspend, resume, extend, end, the staff's access reveal (after access);
 - `releases`: slots freed once their node confirms, overdue releases;
 - `queueing`: tasks enqueued after commit, step leases;
-- `moves`: the one state move they all apply (`_move`), with its refusal.
+- `moves`: the one state move they all apply (`_move`), with its refusal;
+- `gpu_use`: the GPU use samples the reconcile stores, bounded.
 """
 
 from kernodeck.provisioning.node_health import node_health_record
@@ -20,6 +21,7 @@ from kernodeck.provisioning.services.fleet import (
     node_create,
     node_state_set,
 )
+from kernodeck.provisioning.services.gpu_use import gpu_samples_record
 from kernodeck.provisioning.services.preparation import (
     HOST_RE,
     MACHINE_FAILED,
@@ -67,6 +69,7 @@ __all__ = [
     "USER_RE",
     "access_reveal_to_staff",
     "fleet_create_for_offer",
+    "gpu_samples_record",
     "node_create",
     "node_health_record",
     "node_state_set",

@@ -14,7 +14,7 @@ from .accounts import account_entry, remove_keys, valid_keys, write_keys
 from .common import AgentError, now, run
 from .devices import grant_devices, join_gpu_group, leave_gpu_group, revoke_devices
 from .ending import processes_of, stop_processes
-from .inventory import collect_inventory
+from .inventory import collect_gpu_use, collect_inventory
 
 
 def _active(host, request):
@@ -105,7 +105,7 @@ def cmd_status_all(host, request):
                 "processes": len(processes_of(entry.pw_uid)) if entry else 0,
             }
         )
-    return {"rentals": rentals}
+    return {"rentals": rentals, "gpus": collect_gpu_use(host)}
 
 
 def _locked(account):

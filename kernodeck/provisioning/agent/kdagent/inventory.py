@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 import socket
 
@@ -82,3 +83,37 @@ def cmd_inventory(host, request):
         for s in host.all_states()
     ]
     return inventory
+
+
+def collect_gpu_use(host):
+    """Each GPU's use now (utilisation %, memory MiB, °C, W), for the status answer.
+
+    Only nvidia-smi for now; a host without it, or a tool that fails, reports no samples
+    rather than failing the status the reconcile needs. "[N/A]" figures become null.
+    """
+    tool = host.which("nvidia-smi")
+    if not tool:
+        return []
+    query = "index,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw"
+    done = run(
+        [tool, f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+        env=host.tool_env(),
+        check=False,
+        timeout=20,
+    )
+    names = ("utilization_pct", "memory_used_mib", "memory_total_mib", "temperature_c", "power_w")
+    samples = []
+    for line in done.stdout.splitlines() if done.returncode == 0 else []:
+        parts = [part.strip() for part in line.split(",")]
+        if len(parts) != 6 or not parts[0].isdigit():
+            continue
+        figures = {}
+        for name, text in zip(names, parts[1:], strict=True):
+            try:
+                value = float(text)
+            except ValueError:
+                value = None
+            finite = value is not None and math.isfinite(value) and value >= 0
+            figures[name] = round(value, 1) if finite else None
+        samples.append({"index": int(parts[0]), **figures})
+    return samples
