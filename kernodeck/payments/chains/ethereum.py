@@ -162,10 +162,7 @@ class EthereumAdapter:
             # Balances where the methods' confirmations are reached: money there that no
             # transfer up to that block explains is no unconfirmed payment in flight.
             balances_at = max(0, last - self.final_depth + 1)
-            held = {
-                address: self._balance(client, address, balances_at)
-                for address in (ours.values() if balances else ())
-            }
+            held = self._balances(client, list(ours.values()), balances_at) if balances else None
         kept = [pair for pair in blocks or [] if pair[0] < first]
         scanned = kept + [[n, h] for n, h in sorted(scan.block_hashes.items()) if n <= last]
         return ScanResult(
@@ -176,8 +173,8 @@ class EthereumAdapter:
             scanned_to=last,
             undecided=frozenset(scan.undecided),
             blocks=[pair for pair in scanned if pair[0] > last - self.reorg_depth],
-            balances=held,
-            balances_at=balances_at if balances else None,
+            balances=held or {},
+            balances_at=balances_at if held is not None else None,
         )
 
     def _check_chain(self, client: httpx.Client) -> None:
@@ -220,9 +217,17 @@ class EthereumAdapter:
             raise ChainError(f"block {number}: answer is not a block header")
         return header["hash"]
 
-    def _balance(self, client: httpx.Client, address: str, number: int) -> int:
-        balance = self._call(client, "eth_getBalance", [address, hex(number)])
-        return _quantity(balance, f"balance of {address}", high=AMOUNT_COLUMN_MAX)
+    def _balances(self, client: httpx.Client, addresses: list[str], number: int) -> dict | None:
+        """Each address's balance at block `number`; None (no check this time, logged) from
+        a node that refuses eth_getBalance (a provider's plan, a simulator without it)."""
+        held = {}
+        for address in addresses:
+            balance, error = self._call_or_error(client, "eth_getBalance", [address, hex(number)])
+            if error is not None:
+                logger.info("ethereum: no balances from the node: %s", _error_text(error))
+                return None
+            held[address] = _quantity(balance, f"balance of {address}", high=AMOUNT_COLUMN_MAX)
+        return held
 
     def _call(self, client: httpx.Client, method: str, params: list) -> Any:
         return rpc_call(
@@ -237,8 +242,9 @@ class EthereumAdapter:
     def _call_or_error(self, client: httpx.Client, method: str, params: list) -> tuple[Any, Any]:
         """(result, None), or (None, the JSON-RPC error object) for the caller to judge.
 
-        For the two calls whose error is an answer, not a failure (a range too large, an
-        unknown block tag); transport failures still raise ChainError after http's retries.
+        For the calls whose error is an answer, not a failure (a range too large, an
+        unknown block tag, a method the node lacks); transport failures still raise
+        ChainError after http's retries.
         """
         payload = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
         body = post_json(

@@ -590,3 +590,16 @@ def test_balances_are_read_where_the_confirmations_are_reached(loopback, sleeps,
 
     assert (result.balances, result.balances_at) == ({OURS: 7}, 108)
     assert node.calls_of("eth_getBalance") == [[OURS, hex(108)]]
+
+
+def test_a_node_refusing_eth_getbalance_only_skips_the_balance_check(loopback, sleeps, node):
+    def refuse(address, tag):
+        raise RpcError(-32601, "the method eth_getBalance does not exist/is not available")
+
+    node.eth_getBalance = refuse
+    node.add_log(105, txid(1), 0)
+
+    result = adapter(loopback, sleeps).scan([WatchTarget(OURS)], cursor=110, balances=True)
+
+    assert (result.balances, result.balances_at) == ({}, None)
+    assert len(result.transfers) == 1
