@@ -355,3 +355,21 @@ def test_ether_forwarded_by_a_contract_opens_an_unexplained_balance_case(chain):
         intent_id=forwarded.pk,
     )
     assert status(forwarded) in SETTLED
+
+
+def test_a_settled_payment_whose_block_is_reorganised_away_stops_counting(chain):
+    intent = instructions("usdc-ethereum")
+    fork = chain.rpc("evm_snapshot")
+    chain.pay(intent, int(intent.amount_units))
+    chain.mine(CONFIRMATIONS)
+    watch()
+    assert status(intent) in SETTLED
+
+    chain.rpc("evm_revert", fork)
+    chain.mine(CONFIRMATIONS + 2)
+    watch()
+
+    # The books no longer count money the chain does not hold (what becomes of the settled
+    # order is the settlement step's reversal case, issue 22 item 3).
+    assert counted(intent) == []
+    assert intent.transfers.get().disappeared_at is not None
