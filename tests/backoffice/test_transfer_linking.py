@@ -11,8 +11,8 @@ from django.urls import reverse
 from kernodeck.core import clock
 from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.orders.models import PaymentState
-from kernodeck.payments import services
-from kernodeck.payments.models import Resolution, Transfer
+from kernodeck.payments import services, watching
+from kernodeck.payments.models import Resolution, Transfer, TransferKind
 from kernodeck.settlement import orders as settlement_orders
 from tests.factories import make_offer, make_order, make_user
 from tests.ledger.helpers import funded_account
@@ -146,3 +146,29 @@ def test_a_settled_orders_payment_is_offered_crediting_not_settling(
     assert intent.resolution == Resolution.CREDITED
     # 500 funded - 210 charged + 209.96 USDT at 1.0002 (210.00) credited.
     assert ledger_selectors.balance_available(account=order.owner) == Decimal("500.00")
+
+
+@pytest.mark.parametrize(
+    ("language", "kind"), [("en", "Unexplained balance"), ("es", "Saldo sin explicar")]
+)
+def test_an_unexplained_balance_is_a_case_in_the_queue_and_attaching_it_counts_it(
+    configured, fresh_rates, language, kind
+):
+    intent = _intent("eth-ethereum")
+    watching.unexplained_balances_record(
+        "ethereum", {intent.address: int(intent.amount_units)}, [intent], block=1234
+    )
+    [case] = Transfer.objects.filter(kind=TransferKind.UNEXPLAINED)
+    operator = _operator(language)
+
+    queue = operator.get(reverse("backoffice:review_queue")).content.decode()
+    page = operator.get(reverse("backoffice:transfer_case", args=[case.pk])).content.decode()
+
+    assert kind in queue and f"balance-{intent.address}"[:17] in queue
+    assert kind in page
+    operator.post(
+        reverse("backoffice:transfer_case", args=[case.pk]),
+        {"intent": str(intent.pk), "note": "forwarded by a contract wallet"},
+    )
+    intent.refresh_from_db()
+    assert intent.status in {"confirmed", "allocated"}

@@ -251,3 +251,32 @@ def test_the_abandoned_note_is_in_spanish_by_default(client, configured, fresh_r
     ).content.decode()
     assert "sigue liquidando el pedido por sí solo" in page
     assert "<dt>Abandonado</dt>" in page and "<dt>Caducado</dt>" not in page
+
+
+# -- issue 22: ether forwarded by a contract is not seen as a payment --------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "language", "told"),
+    [
+        ("eth-ethereum", "en", "Send the ETH from an ordinary account"),
+        ("eth-ethereum", "es", "Envía los ETH desde una cuenta normal"),
+        ("usdt-ethereum", "en", None),  # a token transfer always emits its event
+        ("btc-bitcoin", "en", None),
+    ],
+)
+def test_eth_instructions_say_to_pay_from_an_ordinary_account_and_what_happens_otherwise(
+    client, configured, fresh_rates, method, language, told
+):
+    intent = instructions(method)
+    client.force_login(intent.order.owner)
+    page = client.get(
+        reverse("payments:detail", args=[intent.pk]), HTTP_ACCEPT_LANGUAGE=language
+    ).content.decode()
+    if told is None:
+        assert 'id="ordinary-account"' not in page
+        return
+    assert told in page
+    assert (
+        "operator finds it when checking" if language == "en" else "un operador lo encuentra"
+    ) in page

@@ -87,6 +87,10 @@ def adapter_for(network: str):
             token_contracts={asset: c for asset, c in contracts.items() if c},
             timeout=timeout,
             rescan_depth=depth + 2,
+            # The node must be on the configured chain, and its `finalized` block at
+            # least the methods' confirmations below its head to be believed.
+            chain_id=methods.ETHEREUM_CHAIN_ID[testnet],
+            final_depth=depth,
         )
     if network == "tron":
         contract = methods.token_contract("usdt-tron", testnet=testnet)

@@ -151,6 +151,7 @@ class ObservedTransfer:
     failed: bool = False  # included but failed (reverted, OUT_OF_ENERGY, err) — never credited
     final: bool = False  # finalized / solidified where the chain has that notion
     reference: str | None = None  # Solana: the reference key found in the transaction
+    block_hash: str | None = None  # the block's hash where the adapter reports it (Ethereum)
 
     def __post_init__(self):
         if self.network not in NETWORKS:
@@ -163,6 +164,7 @@ class ObservedTransfer:
         _check_text(self.address, f"{where}: address", longest=ADDRESS_MAX)
         _check_text(self.token_contract, f"{where}: contract", longest=CONTRACT_MAX, optional=True)
         _check_text(self.reference, f"{where}: reference", longest=REFERENCE_MAX, optional=True)
+        _check_text(self.block_hash, f"{where}: block hash", longest=TXID_MAX, optional=True)
         json_int(self.index, f"{where}: index", high=MAX_INDEX)
         json_int(
             self.amount_base, f"{where}: amount of {self.asset}", high=MAX_AMOUNT_BASE[self.asset]
@@ -187,11 +189,29 @@ class ScanResult:
     transfers: list[ObservedTransfer] = field(default_factory=list)
     tip: int = 0  # head height (slot for Solana) when the scan ran
     cursor: int | None = None  # where the next scan should resume (Ethereum blocks), else None
+    # A block-window scan (Ethereum): the blocks [scanned_from, scanned_to] it read for
+    # every target, so a stored transfer there that it did not report left the chain...
+    scanned_from: int | None = None
+    scanned_to: int | None = None
+    # ...unless its transaction is among these (seen, but not judged yet: no receipt).
+    undecided: frozenset = frozenset()
+    # [height, hash] pairs of the blocks scanned, newest last, for the next scan's reorg
+    # check (ChainState.scanned_blocks); None leaves the stored ones as they are.
+    blocks: list | None = None
+    # Balance of each target at block `balances_at`, in the native asset's base units,
+    # where the scan read them (Ethereum's internal-transfer check).
+    balances: dict = field(default_factory=dict)
+    balances_at: int | None = None
 
     def __post_init__(self):
         json_int(self.tip, "chain tip")
         if self.cursor is not None:
             json_int(self.cursor, "scan cursor", high=MAX_HEIGHT + 1)
+        for bound in (self.scanned_from, self.scanned_to, self.balances_at):
+            if bound is not None:
+                json_int(bound, "scanned block")
+        for address, balance in self.balances.items():
+            json_int(balance, f"balance of {address}", high=AMOUNT_COLUMN_MAX)
         if not all(isinstance(item, ObservedTransfer) for item in self.transfers):
             raise ChainError("a scan returned something that is not an observed transfer")
 

@@ -66,6 +66,7 @@ from kernodeck.payments.watching.storing import (
     transfer_record,
     transfers_mark_disappeared,
     transfers_store,
+    unexplained_balances_record,
 )
 from kernodeck.payments.watching.storing import _intent_for as _intent_for
 
@@ -88,6 +89,7 @@ __all__ = [
     "transfer_record",
     "transfers_mark_disappeared",
     "transfers_store",
+    "unexplained_balances_record",
     "watch_all",
     "watch_network",
     "watch_network_guarded",

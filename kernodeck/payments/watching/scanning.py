@@ -17,9 +17,13 @@ from django.conf import settings
 from django.db import transaction
 
 from kernodeck.core import clock
-from kernodeck.payments.chains.base import ChainError, WatchTarget, scan_checked
+from kernodeck.payments.chains.base import ChainError, WatchTarget, checked_scan, scan_checked
 from kernodeck.payments.models import ChainState, IntentStatus, PaymentIntent
-from kernodeck.payments.watching.storing import transfers_mark_disappeared, transfers_store
+from kernodeck.payments.watching.storing import (
+    transfers_mark_disappeared,
+    transfers_store,
+    unexplained_balances_record,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -151,27 +155,58 @@ def _short(text: str) -> str:
 def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
     """Poll the watched addresses (those only kept for late payments every
     KERNODECK_WATCH_LATE_INTERVAL) and store what the chain reports; a dict report when
-    the chain failed (its error is recorded)."""
+    the chain failed (its error is recorded).
+
+    An adapter that scans block windows (`follows_blocks`: Ethereum) is given every
+    watched address on every pass, open, late-window, closed and decided alike: its cursor
+    moves past each block it scans, so an address left out would never be looked at in
+    those blocks again (and more addresses cost it nothing per block). Its answer also
+    says which blocks it read: a stored transfer there that it did not report left the
+    chain (a reorg). On the late interval it also reads every address's balance, for
+    money no transfer explains (ETH forwarded by a contract)."""
     intents = watched_rows(network, now=now)
     late_due = _late_poll_due(state, now)
-    polled = [i for i in intents if late_due or _polled_every_pass(i, now)]
+    follows_blocks = getattr(adapter, "follows_blocks", False)
+    polled = [i for i in intents if follows_blocks or late_due or _polled_every_pass(i, now)]
     # Even with nothing to watch, the scan reads the chain's tip: that is the health check.
     targets = watch_targets(network, polled)
+    cursor = state.cursor if state else None
     try:
         # Network I/O, no lock held; every value is checked before anything is stored.
-        result = scan_checked(adapter, targets, cursor=state.cursor if state else None)
+        if follows_blocks:
+            raw = adapter.scan(
+                targets,
+                cursor=cursor,
+                blocks=state.scanned_blocks if state else [],
+                balances=late_due,
+            )
+            result = checked_scan(adapter, targets, raw)
+        else:
+            result = scan_checked(adapter, targets, cursor=cursor)
     except ChainError as exc:
         logger.warning("%s watcher failed: %s", network, exc)
         _health_record(network, error=str(exc))
         return {"network": network, "error": _short(str(exc))}
 
     touched = transfers_store(network, result.transfers, intents)
-    if network != "ethereum":
-        # Esplora, TronGrid and Solana report an address's whole recent history each time;
-        # Ethereum scans block windows, so absence there proves nothing.
-        seen_keys = {(t.txid, t.index) for t in result.transfers}
+    addresses = {t.address for t in targets}
+    seen_keys = {(t.txid, t.index) for t in result.transfers}
+    if follows_blocks:
+        if result.scanned_from is not None:
+            touched |= transfers_mark_disappeared(
+                network=network,
+                addresses=addresses,
+                seen_keys=seen_keys,
+                blocks=(result.scanned_from, result.scanned_to),
+                undecided=result.undecided,
+            )
+        touched |= unexplained_balances_record(
+            network, result.balances, intents, block=result.balances_at
+        )
+    else:
+        # Esplora, TronGrid and Solana report an address's whole recent history each time.
         touched |= transfers_mark_disappeared(
-            network=network, addresses={t.address for t in targets}, seen_keys=seen_keys
+            network=network, addresses=addresses, seen_keys=seen_keys
         )
     rescanned = [i.pk for i in polled if i.rescan_requested_at is not None]
     if rescanned:
@@ -182,6 +217,7 @@ def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
             "tip": result.tip,
             "cursor": result.cursor,
             "late_polled_at": now if late_due else None,
+            "scanned_blocks": result.blocks,
         },
         report={
             "network": network,

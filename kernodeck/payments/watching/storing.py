@@ -7,10 +7,11 @@ ask the chain, and from the reconciliation, which counts what is stored here: st
 never counts a transfer twice (a unique (network, txid, index) and a lock per row).
 """
 
+import logging
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, Sum
 from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
@@ -18,6 +19,8 @@ from kernodeck.core.errors import Conflict
 from kernodeck.core.services import audit_record
 from kernodeck.payments.chains.base import ObservedTransfer
 from kernodeck.payments.models import IntentStatus, PaymentIntent, Transfer, TransferKind
+
+logger = logging.getLogger(__name__)
 
 DUST_USD = Decimal("0.50")
 COUNTED_KINDS = (TransferKind.MATCHED, TransferKind.LATE)
@@ -90,6 +93,7 @@ def transfer_record(
         "confirmations": observed.confirmations,
         "block_height": observed.block_height,
         "block_time": observed.block_time,
+        "block_hash": observed.block_hash or "",
         "failed": observed.failed,
         "final": observed.final,
         "reference": observed.reference or "",
@@ -162,6 +166,7 @@ def _unchanged_but_confirmations(
         or int(transfer.amount_base) != observed.amount_base
         or transfer.block_height != observed.block_height
         or transfer.block_time != observed.block_time
+        or transfer.block_hash != (observed.block_hash or "")
         or transfer.failed != observed.failed
         or transfer.reference != (observed.reference or "")
     ):
@@ -248,6 +253,7 @@ _STORE_FIELDS = (
     "confirmations",
     "block_height",
     "block_time",
+    "block_hash",
     "first_seen_at",
     "disappeared_at",
     "failed",
@@ -265,10 +271,22 @@ def _transfer_disappeared(transfer: Transfer) -> None:
     audit_record(action="payment.transfer_disappeared", target=transfer)
 
 
-def transfers_mark_disappeared(*, network: str, addresses: set[str], seen_keys: set) -> set:
+def transfers_mark_disappeared(
+    *,
+    network: str,
+    addresses: set[str],
+    seen_keys: set,
+    blocks: tuple[int, int] | None = None,
+    undecided: frozenset = frozenset(),
+) -> set:
     """Unconfirmed transfers no longer reported at a scanned address were replaced or
     reorganised away: they stop counting (and count again if they come back). Returns the
-    pks of the intents they belonged to."""
+    pks of the intents they belonged to.
+
+    `blocks` (a block-window scan, Ethereum): only the transfers in those blocks are
+    judged, however many confirmations they have (not final ones): the scan read every
+    one of those blocks for every address, so one it did not report is no longer in the
+    chain's blocks. `undecided`: transactions it saw but could not judge yet (no receipt)."""
     touched = set()
     # Only transfers at watched addresses can be among them: those of watched intents, and
     # those no intent claimed (read in one query however many addresses were scanned).
@@ -276,12 +294,98 @@ def transfers_mark_disappeared(*, network: str, addresses: set[str], seen_keys: 
         Transfer.objects.filter(network=network, disappeared_at__isnull=True, final=False)
         .filter(Q(intent__isnull=True) | Q(intent__monitor_until__gt=clock.now()))
         .exclude(recorded_by__isnull=False)
+        .exclude(kind=TransferKind.UNEXPLAINED)
         .only("pk", "txid", "index", "address", "disappeared_at", "intent_id")
     )
+    if blocks is not None:
+        candidates = candidates.filter(block_height__gte=blocks[0], block_height__lte=blocks[1])
     for transfer in candidates:
         if transfer.address not in addresses or (transfer.txid, transfer.index) in seen_keys:
+            continue
+        if transfer.txid in undecided:
             continue
         _transfer_disappeared(transfer)
         if transfer.intent_id is not None:
             touched.add(transfer.intent_id)
     return touched
+
+
+# No transaction: the address a balance check read (index: the block it read it at).
+UNEXPLAINED_PREFIX = "balance-"
+UNEXPLAINED_TXID = UNEXPLAINED_PREFIX + "{address}"
+
+
+def unexplained_balances_record(network: str, balances: dict, watched: list, *, block) -> set:
+    """Money on our addresses that no stored transfer explains (`balances`: each address's
+    balance in the native asset at `block`, from a scan): ETH a contract forwarded by an
+    internal call is no transaction to us and no event, so only the balance shows it.
+    Each excess over the transfers at the address up to `block` (and the excesses already
+    recorded) opens a review case, a transfer of kind "unexplained" that never counts by
+    itself: an operator attaches it to the payment (then it counts) or notes why not.
+    Money sent out of the address (a sweep) hides as much unexplained money. Returns no
+    intents: nothing counted changed."""
+    if not balances:
+        return set()
+    native = {"ethereum": "ETH"}[network]
+    by_address = {i.address: i for i in watched}
+    explained: dict[str, int] = {}
+    addresses = sorted(balances)
+    for start in range(0, len(addresses), STORE_CHUNK):
+        rows = (
+            Transfer.objects.filter(
+                network=network,
+                address__in=addresses[start : start + STORE_CHUNK],
+                asset=native,
+                failed=False,
+                disappeared_at__isnull=True,
+            )
+            # The excesses recorded before count as explained, whatever became of them.
+            .filter(Q(block_height__lte=block) | Q(txid__startswith=UNEXPLAINED_PREFIX))
+            .values_list("address")
+            .annotate(total=Sum("amount_base"))
+        )
+        explained.update((address, int(total)) for address, total in rows)
+    for address in addresses:
+        excess = balances[address] - explained.get(address, 0)
+        if excess <= 0:
+            continue
+        row = by_address.get(address)
+        key = {"network": network, "txid": UNEXPLAINED_TXID.format(address=address)}
+        now = clock.now()
+        try:
+            with transaction.atomic():
+                transfer = Transfer.objects.create(
+                    **key,
+                    index=block,
+                    address=address,
+                    asset=native,
+                    amount_base=excess,
+                    # Read at a block the methods' confirmations below the head (the
+                    # adapter's `balances_at`); only an operator's decision counts it.
+                    confirmations=0,
+                    final=True,
+                    first_seen_at=now,
+                    last_seen_at=now,
+                    intent_id=row.pk if row is not None else None,
+                    kind=TransferKind.UNEXPLAINED,
+                )
+                audit_record(
+                    action="payment.unexplained_balance",
+                    target=transfer,
+                    after={
+                        "address": address,
+                        "block": block,
+                        "balance_base": str(balances[address]),
+                        "unexplained_base": str(excess),
+                        "intent": str(row.pk) if row is not None else None,
+                    },
+                )
+        except IntegrityError:
+            continue  # recorded at this block already (a pass run twice)
+        logger.warning(
+            "%s: %s base units at %s that no transfer explains: review case opened",
+            network,
+            excess,
+            address,
+        )
+    return set()

@@ -74,6 +74,7 @@ def ethereum_answers() -> dict:
                 "topics": [ERC20_TOPIC, _eth_topic(ETH_STRANGER), _eth_topic(ETH_OURS)],
                 "data": f"0x{25_000_000:064x}",
                 "blockNumber": "0x63",
+                "blockHash": "0x" + "cd" * 32,  # every block is the same block here
                 "transactionHash": "0x" + "ff" * 32,
                 "logIndex": "0x2",
                 "removed": False,

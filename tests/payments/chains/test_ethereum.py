@@ -59,6 +59,8 @@ class FakeNode:
         self.logs: list[dict] = []
         self.receipts: dict[str, dict | None] = {}
         self.calls: list[tuple[str, list]] = []
+        self.chain_id = 1
+        self.balances: dict[str, int] = {}  # lower-case address -> wei
 
     def handler(self, request):
         body = request.json()
@@ -95,6 +97,7 @@ class FakeNode:
             topics=[TRANSFER_TOPIC, topic(STRANGER), topic(to)],
             data=f"0x{amount:064x}",
             blockNumber=hex(number),
+            blockHash=self.block_hash(number),
             transactionHash=tx,
             logIndex=hex(index),
             **fields,
@@ -130,6 +133,12 @@ class FakeNode:
 
     def eth_blockNumber(self):
         return hex(self.tip)
+
+    def eth_chainId(self):
+        return hex(self.chain_id)
+
+    def eth_getBalance(self, address, tag):
+        return hex(self.balances.get(address.lower(), 0))
 
     def eth_getBlockByNumber(self, tag, full):
         if tag == "finalized":
@@ -196,6 +205,7 @@ def test_credits_a_canonical_usdt_log_with_its_exact_amount_and_log_index(loopba
             block_height=105,
             block_time=block_time(105),
             token_contract=USDT.lower(),
+            block_hash=node.block_hash(105),
         )
     ]
     assert (result.tip, result.cursor) == (110, 111)
@@ -212,6 +222,7 @@ def test_reads_the_recorded_erc20_log_sample(loopback, sleeps, node):
     recorded = sample("ethereum/eth_getLogs-erc20-transfer.json")["response"]["result"][0]
     ours = "0x" + recorded["topics"][2][-40:]
     number = int(recorded["blockNumber"], 16)  # 21604113
+    recorded["blockHash"] = node.block_hash(number)  # the fake node's hash of that block
     node.tip = number + 2
     node.logs.append(recorded)
     clock.freeze(block_time(node.tip))  # the fake node dates this block in 2034
@@ -322,6 +333,7 @@ def test_credits_ether_to_our_address_and_reads_each_receipt(loopback, sleeps, n
             confirmations=8,
             block_height=103,
             block_time=block_time(103),
+            block_hash=node.block_hash(103),
         ),
         ObservedTransfer(
             network="ethereum",
@@ -333,6 +345,7 @@ def test_credits_ether_to_our_address_and_reads_each_receipt(loopback, sleeps, n
             confirmations=7,
             block_height=104,
             block_time=block_time(104),
+            block_hash=node.block_hash(104),
             failed=True,
         ),
     ]
@@ -341,6 +354,7 @@ def test_credits_ether_to_our_address_and_reads_each_receipt(loopback, sleeps, n
         [txid(2)],
         [txid(3)],
     ]
+    assert result.undecided == {txid(3)}  # seen, not judged: it cannot count as gone
     # Blocks 91..110: the 12 below the cursor again, then the new ones, each read once.
     numbers = [int(tag, 16) for tag, full in node.calls_of("eth_getBlockByNumber") if full]
     assert numbers == list(range(91, 111))
@@ -368,7 +382,9 @@ def test_native_scan_off_reads_no_blocks_but_log_block_times(loopback, sleeps, n
         (txid(3), block_time(107)),
     ]
     # Only the log without blockTimestamp needed its block header (and not its transactions).
-    assert node.calls_of("eth_getBlockByNumber") == [["finalized", False], [hex(106), False]]
+    # (and the last block's header, for its hash: the next scan's reorg check).
+    calls = node.calls_of("eth_getBlockByNumber")
+    assert calls == [["finalized", False], [hex(106), False], [hex(110), False]]
 
 
 def test_confirmations_count_from_the_tip_and_final_from_the_finalized_block(
@@ -515,3 +531,75 @@ def test_refuses_a_target_that_is_not_an_ethereum_address(loopback, sleeps, node
         adapter(loopback, sleeps).scan([WatchTarget("TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t")])
 
     assert loopback.requests == []
+
+
+# -- issue 22: reorgs by hash, the node's chain and its finalized block ---------------------
+
+
+def test_a_changed_block_below_the_rescan_window_sends_the_scan_back_to_the_fork(
+    loopback, sleeps, node
+):
+    first = adapter(loopback, sleeps, rescan_depth=2).scan([WatchTarget(OURS)], cursor=100)
+    assert (first.scanned_from, first.scanned_to) == (98, 110)
+    assert first.blocks[-1] == [110, node.block_hash(110)]
+    # Blocks from 104 on are replaced: the new branch pays us at 104, far below the window.
+    stored = first.blocks
+    node.block_hash = lambda number: f"0x{number + (1000 if number >= 104 else 0):064x}"
+    node.tip = 112
+    node.add_log(104, txid(1), 0, amount=9)
+
+    second = adapter(loopback, sleeps, rescan_depth=2).scan(
+        [WatchTarget(OURS)], cursor=first.cursor, blocks=stored
+    )
+
+    assert (second.scanned_from, second.scanned_to, second.cursor) == (104, 112, 113)
+    [transfer] = second.transfers
+    assert (transfer.block_height, transfer.block_hash) == (104, f"0x{1104:064x}")
+    assert second.blocks[-1] == [112, node.block_hash(112)]
+    assert [pair for pair in second.blocks if pair[0] < 104] == [
+        pair for pair in stored if pair[0] < 104
+    ]
+
+
+def test_a_node_on_another_chain_is_refused_before_anything_is_read(loopback, sleeps, node):
+    node.chain_id = 11155111
+
+    with pytest.raises(ChainError, match="chain id 11155111, not the configured 1"):
+        adapter(loopback, sleeps, chain_id=1).scan([WatchTarget(OURS)], cursor=100)
+
+    assert [name for name, _ in node.calls] == ["eth_chainId"]
+
+
+def test_a_finalized_block_too_close_to_the_head_is_not_believed(loopback, sleeps, node):
+    node.tip, node.finalized = 120, 115
+    node.add_log(110, txid(1), 0)
+
+    close = adapter(loopback, sleeps, final_depth=6).scan([WatchTarget(OURS)], cursor=115)
+    far = adapter(loopback, sleeps, final_depth=5).scan([WatchTarget(OURS)], cursor=115)
+
+    assert [t.final for t in close.transfers] == [False]
+    assert [t.final for t in far.transfers] == [True]
+
+
+def test_balances_are_read_where_the_confirmations_are_reached(loopback, sleeps, node):
+    node.balances = {OURS.lower(): 7}
+
+    result = adapter(loopback, sleeps, final_depth=3).scan(
+        [WatchTarget(OURS)], cursor=110, balances=True
+    )
+
+    assert (result.balances, result.balances_at) == ({OURS: 7}, 108)
+    assert node.calls_of("eth_getBalance") == [[OURS, hex(108)]]
+
+
+def test_a_node_refusing_eth_getbalance_only_skips_the_balance_check(loopback, sleeps, node):
+    def refuse(address, tag):
+        raise RpcError(-32601, "the method eth_getBalance does not exist/is not available")
+
+    node.eth_getBalance = refuse
+    node.add_log(105, txid(1), 0)
+
+    result = adapter(loopback, sleeps).scan([WatchTarget(OURS)], cursor=110, balances=True)
+
+    assert (result.balances, result.balances_at) == ({}, None)
+    assert len(result.transfers) == 1
