@@ -1,5 +1,5 @@
 // Rebuilds TestToken.json from TestToken.sol with the solc npm package that
-// scripts/test-tools.sh installs into .tools:  node tests/payments/chains/data/compile_token.js
+// scripts/test-tools.sh --solc installs into .tools:  node tests/payments/chains/data/compile_token.js
 const fs = require("fs");
 const path = require("path");
 const solc = require(path.resolve(__dirname, "../../../../.tools/node_modules/solc"));
