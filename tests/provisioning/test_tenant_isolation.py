@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -252,31 +251,50 @@ def test_the_notebook_token_is_never_on_a_command_line_nor_readable_by_another_t
 
 
 def test_each_rental_runs_in_its_own_cgroup_with_shares_from_its_gpus(node):
+    if node.lab.cgroups_unavailable:
+        pytest.skip(node.lab.cgroups_unavailable)
     small = node.rent("KD-MMMM-0011", [0])
     large = node.rent("KD-NNNN-0012", [1, 2])
     states = {
         account: json.loads((node.host.state_dir / "rentals" / f"{account}.json").read_text())
         for account in (small, large)
     }
-    controllers = Path("/sys/fs/cgroup/cgroup.controllers")
-    usable = controllers.exists() and {"cpu", "memory"} <= set(controllers.read_text().split())
-    if not usable:
-        # The rentals work all the same and their state says why they have no limits.
-        assert all("cgroup" in s["cgroup"]["reason"] for s in states.values()), states
-        pytest.skip(
-            f"cgroup v2 with cpu and memory is not writable here: {states[small]['cgroup']}"
-        )
-    folders = {a: Path(s["cgroup"]["path"]) for a, s in states.items()}
-    assert (folders[small] / "cpu.weight").read_text().strip() == "100"
-    assert (folders[large] / "cpu.weight").read_text().strip() == "200"
-    memory = {a: int((f / "memory.max").read_text()) for a, f in folders.items()}
-    assert memory[large] == pytest.approx(2 * memory[small], rel=0.01)
-    recipe = "cat /proc/self/cgroup > ~/workspace/cgroup"
+    records = {account: state["cgroup"] for account, state in states.items()}
+    layout = records[small].get("layout")
+    assert layout in ("unified", "hybrid"), records[small]  # the lab's hosts get one of these
+    folders = {a: [node.host.node_path(f) for f in r["folders"]] for a, r in records.items()}
+
+    def value(account, name):
+        (found,) = [f / name for f in folders[account] if (f / name).exists()]
+        return int(found.read_text())
+
+    if layout == "unified":
+        cpu, memory, shares = "cpu.weight", "memory.max", (100, 200)
+    else:
+        cpu, memory, shares = "cpu.shares", "memory.limit_in_bytes", (1024, 2048)
+    assert (value(small, cpu), value(large, cpu)) == shares
+    assert value(large, memory) == pytest.approx(2 * value(small, memory), rel=0.01)
+    assert value(small, memory) == records[small][memory]
+
+    # What the recipe starts runs in the rental's cgroup in every hierarchy, is counted there
+    # and ends with it, also when it detached from the recipe.
+    recipe = (
+        "cat /proc/self/cgroup > ~/workspace/cgroup; cat /proc/$PPID/cgroup > ~/workspace/agent; "
+        "setsid sleep 600 > /dev/null 2>&1 < /dev/null &"
+    )
     ran = node.agent(
         "prepare", {"reference": "KD-MMMM-0011", "preparation": "python", "recipe": recipe}
     )
     assert ran["ok"], ran
-    inside = (node.host.home_base / small / "workspace" / "cgroup").read_text()
-    assert inside.strip().endswith(f"/kernodeck/{small}")
+    lines = (node.host.home_base / small / "workspace" / "cgroup").read_text().splitlines()
+    mine = [line for line in lines if line.endswith(f"/kernodeck/{small}")]
+    assert len(mine) == len(records[small]["folders"]), lines
+    counted = node.host.node_path(records[small]["path"]) / "cgroup.procs"
+    assert len(counted.read_text().split()) == 1  # the detached sleep
+    agent = (node.host.home_base / small / "workspace" / "agent").read_text()
+    assert agent and "kernodeck" not in agent  # the agent itself never joined it
     assert node.end("KD-MMMM-0011", retention_hours=1)["ok"]
-    assert not folders[small].exists() and folders[large].exists()
+    assert not any(f.exists() for f in folders[small])
+    assert all(f.exists() for f in folders[large])
+    uid = node.host.account(small).pw_uid
+    assert node.as_root(f"ps -o pid= -u {uid} || true").stdout.strip() == ""

@@ -163,16 +163,24 @@ def cmd_prepare(host, request):
         env.update(
             write_secrets(host, account, entry.pw_uid, entry.pw_gid, preparation, record["token"])
         )
-    rental_cgroup = (state.get("cgroup") or {}).get("path")
-    with open(log_path, "ab") as log, cgroups.inside(rental_cgroup):
+    rental_cgroup = state.get("cgroup") or {}
+    groups = os.getgrouplist(account, entry.pw_gid)
+
+    def become_account():
+        # In the child, in this order: into the rental's cgroup while still root, then the
+        # account's groups and uid (the agent runs one thread, so a preexec_fn is safe).
+        cgroups.join(rental_cgroup)
+        os.setgroups(groups)
+        os.setresgid(entry.pw_gid, entry.pw_gid, entry.pw_gid)
+        os.setresuid(entry.pw_uid, entry.pw_uid, entry.pw_uid)
+
+    with open(log_path, "ab") as log:
         log.write(f"--- {now().isoformat()} {preparation}\n".encode())
         log.flush()
         try:
             done = subprocess.run(  # noqa: S603
                 ["/bin/bash", "-c", recipe],
-                user=entry.pw_uid,
-                group=entry.pw_gid,
-                extra_groups=os.getgrouplist(account, entry.pw_gid),
+                preexec_fn=become_account,
                 env=env,
                 cwd=home,
                 stdin=subprocess.DEVNULL,
