@@ -8,8 +8,14 @@ Tenants log in with their own keys and try what a hostile customer would.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
+import socket as socketlib
 import subprocess
+import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -192,13 +198,13 @@ def test_a_rental_opens_its_gpu_and_the_shared_cuda_devices_but_never_anothers_g
 
 
 # Stands in for JupyterLab in the rental's venv (the default recipe then installs nothing):
-# takes the token from the --config file the agent wrote (or its command line), as JupyterLab
-# does, and answers 200 with it, 403 without.
+# takes the token from the --config file the agent wrote, as JupyterLab does, listens on
+# --ServerApp.sock with --ServerApp.sock_mode (or on --port), and answers 200 with the
+# token, 403 without.
 JUPYTER_STANDIN = """#!/usr/bin/python3
-import http.server, json, sys, urllib.parse
+import http.server, json, os, socketserver, sys, urllib.parse
 args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
-token = args.get("IdentityProvider.token")  # a token on the command line, as before
-token = token or json.load(open(args["config"]))["IdentityProvider"]["token"]
+token = json.load(open(args["config"]))["IdentityProvider"]["token"]
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
@@ -206,19 +212,57 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
     def log_message(self, *args):
         pass
-http.server.HTTPServer(("127.0.0.1", int(args["port"])), Handler).serve_forever()
+if "ServerApp.sock" in args:
+    server = socketserver.UnixStreamServer(args["ServerApp.sock"], Handler)
+    os.chmod(args["ServerApp.sock"], int(args.get("ServerApp.sock_mode", "0600"), 8))
+else:
+    server = http.server.HTTPServer(("127.0.0.1", int(args["port"])), Handler)
+server.serve_forever()
 """
 
-FETCH = (
-    "python3 -c 'import sys, urllib.request, urllib.error\n"
-    "try: print(urllib.request.urlopen(sys.argv[1]).status)\n"
-    "except urllib.error.HTTPError as e: print(e.code)' "
+CONNECT = (
+    "python3 -c 'import socket, sys\n"
+    "s = socket.socket(socket.AF_UNIX)\n"
+    'try: s.connect(sys.argv[1]); print("connected")\n'
+    "except OSError as e: print(type(e).__name__)' "
 )
 
 
-def test_the_notebook_token_is_never_on_a_command_line_nor_readable_by_another_tenant(node):
+def _get(url):
+    """The HTTP status of a GET, or the name of the error when no answer came."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except (OSError, http.client.HTTPException) as exc:
+        return type(exc).__name__
+
+
+@contextlib.contextmanager
+def tunnel(node, account, key, socket_path):
+    """`ssh -N -L PORT:SOCKET account@node`, as the delivery tells the customer; yields PORT."""
+    with socketlib.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = node.host.ssh_argv(account, key, "-N", "-o", "ExitOnForwardFailure=yes")
+    argv[-1:-1] = ["-L", f"127.0.0.1:{port}:{socket_path}"]
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):  # until the forward listens
+            with socketlib.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_the_notebook_listens_on_a_socket_only_its_owner_reaches_and_no_token_is_on_view(node):
     owner = node.rent("KD-JJJJ-0009", [0])
-    node.rent("KD-KKKK-0010", [1])
+    other = node.rent("KD-KKKK-0010", [1])
     venv = node.host.home_base / owner / "workspace" / "venv" / "bin"
     installed = node.as_tenant(
         "KD-JJJJ-0009",
@@ -236,18 +280,42 @@ def test_the_notebook_token_is_never_on_a_command_line_nor_readable_by_another_t
     assert node.as_tenant("KD-JJJJ-0009", f"chmod 755 {venv}/jupyter-lab").returncode == 0
     prepared = node.agent("prepare", {"reference": "KD-JJJJ-0009", "preparation": "notebook"})
     assert prepared["ok"], prepared
-    token, port = prepared["token"], prepared["port"]
+    token, sock = prepared["token"], prepared["socket"]
+    assert sock == str(node.host.home_base / owner / ".kernodeck" / "run" / "notebook.sock")
+    assert prepared["url"] == f"http://127.0.0.1:8888/lab?token={token}"
+    assert "port" not in prepared  # nothing of the notebook listens on the node's loopback
 
     seen = node.as_tenant("KD-KKKK-0010", "ps -eo user,args")
     assert "jupyter-lab" in seen.stdout  # the other tenant does see the process...
     assert token not in seen.stdout  # ...but never its token
-    url = f"http://127.0.0.1:{port}/lab"
-    assert node.as_tenant("KD-KKKK-0010", FETCH + url).stdout.strip() == "403"
+    assert node.as_tenant("KD-KKKK-0010", CONNECT + sock).stdout.strip() == "PermissionError"
     secrets = node.host.home_base / owner / ".kernodeck" / "secrets"
     stolen = node.as_tenant("KD-KKKK-0010", f"cat {secrets}/notebook.token {secrets}/*.json")
     assert stolen.returncode != 0 and token not in stolen.stdout
-    assert node.as_tenant("KD-JJJJ-0009", f"{FETCH}'{url}?token={token}'").stdout.strip() == "200"
     assert node.as_tenant("KD-JJJJ-0009", f"cat {secrets}/notebook.token").stdout == token
+
+    # The customer's tunnel reaches the notebook; the other tenant's tunnel to it does not.
+    with tunnel(node, owner, node.keys["kd-jjjj-0009"][0], sock) as port:
+        assert _get(f"http://127.0.0.1:{port}/lab?token={token}") == 200
+        assert _get(f"http://127.0.0.1:{port}/lab") == 403
+    with tunnel(node, other, node.keys["kd-kkkk-0010"][0], sock) as port:
+        assert _get(f"http://127.0.0.1:{port}/lab?token={token}") not in (200, 403)
+    assert node.agent("status", {"reference": "KD-JJJJ-0009"})["services"] == {"notebook": True}
+
+    # The owner swaps its socket for a link to a root-only socket: root never connects to it.
+    bait_path = node.host.base / "tools" / "root-only.sock"
+    with socketlib.socket(socketlib.AF_UNIX) as bait:
+        bait.bind(str(bait_path))
+        bait.listen()
+        bait.settimeout(0.5)
+        swapped = node.as_tenant("KD-JJJJ-0009", f"ln -sf {bait_path} {sock}")
+        assert swapped.returncode == 0, swapped.stderr
+        assert node.agent("status", {"reference": "KD-JJJJ-0009"})["services"] == {
+            "notebook": False
+        }
+        with pytest.raises(TimeoutError):
+            bait.accept()
+    bait_path.unlink()
 
 
 def test_each_rental_runs_in_its_own_cgroup_with_shares_from_its_gpus(node):

@@ -17,7 +17,7 @@ from .common import (
     run,
 )
 from .devices import leave_gpu_group, revoke_devices
-from .services import SERVICES, port_answers
+from .services import SERVICES, service_alive
 
 
 def cmd_extend(host, request):
@@ -62,7 +62,7 @@ def cmd_status(host, request):
     if not state:
         return {"account": account, "known": False, "exists": bool(entry)}
     services = {
-        name: port_answers(record["port"])
+        name: bool(entry) and service_alive(host, account, entry.pw_uid, name, record)
         for name, record in state["prepared"].items()
         if name in SERVICES and record.get("status") == "done"
     }
