@@ -19,7 +19,13 @@ fails with ENXIO once permission is granted and with EACCES before), and an `nvi
 stand-in that prints the documented CSV. Its sshd (and so everything a login or the agent
 starts) runs in its own mount, PID, UTS and IPC namespaces (`unshare`) with private tmpfs
 `/tmp`, `/var/tmp` and `/dev/shm`, so tenants of one host share those as on a real node and
-nothing of the machine's; `host.node_path("/tmp")` is that folder seen from outside. Each
+nothing of the machine's (and a fresh /dev/mqueue where the machine has one);
+`host.node_path("/tmp")` is that folder seen from outside. Each host also gets cgroup
+hierarchies of its own: a folder per host below the test's own cgroup in each hierarchy
+the agent uses (v2, or v1 cpu and memory plus v2 `unified` on a hybrid machine; at the top
+of v2 where it carries the controllers), mounted as the host's `/sys/fs/cgroup/...` with
+the host's processes in its `node` child, as a container's delegated cgroup (where that
+cannot be, `lab.cgroups_unavailable` says why). Each
 host also has its own `/etc`: a copy of the machine's, bind-mounted over it, so its account
 database is its own (`host.account(name)`, `host.group(name)` read it) and Debian's stock
 sshd runs with PAM on, as on a real node. Two hosts, or two labs run side by side by test
@@ -94,6 +100,7 @@ CONTROL_DEVICES = {
 NODE_INIT = (
     "set -e; for d in /tmp /var/tmp /dev/shm; do "
     'mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m kdnode "$d"; done; '
+    "if [ -d /dev/mqueue ]; then mount -t mqueue kdnode /dev/mqueue; fi; "
     'if [ "$1" != /etc ]; then mount --bind "$1" /etc; fi; shift; '
     'hostname "$1"; shift; '
     # `TYPE:OPTIONS:FOLDER:MOUNT ...` (or `-`): the lab's cgroup FOLDER of a hierarchy (its
@@ -295,6 +302,15 @@ class TestHost:
             lost = [source for source, _target, _why in exc.args[0] if os.path.lexists(source)]
             if lost:
                 raise
+        # A login joins its rental's cgroup, as README's node set-up asks (the agent's
+        # `session` from pam_exec; without the agent file the optional line does nothing).
+        pam = self.etc / "pam.d" / "sshd"
+        if pam.exists():
+            with pam.open("a") as handle:
+                handle.write(
+                    "session optional pam_exec.so quiet /usr/bin/python3 "
+                    f"{self.agent_dir}/{AGENT_NAME} session\n"
+                )
         pristine = self.base / "etc-accounts"
         pristine.mkdir(mode=0o700, exist_ok=True)
         for name in ACCOUNT_FILES:

@@ -136,12 +136,14 @@ def test_a_departed_tenants_files_and_processes_never_pass_to_the_next_rental(no
     planted = node.as_tenant(
         "KD-EEEE-0005",
         "umask 077; for d in /tmp /var/tmp /dev/shm; do echo secret > $d/left.txt; done; "
-        "mkdir /tmp/cache && echo secret > /tmp/cache/deep.txt; ipcmk -M 4096 >/dev/null; "
+        "mkdir /tmp/cache && echo secret > /tmp/cache/deep.txt; "
+        "ipcmk -M 4096 >/dev/null; ipcmk -Q >/dev/null; ipcmk -S 1 >/dev/null; "
         "setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo started",
     )
     assert planted.stdout.strip() == "started", planted.stderr
     first_uid = node.host.account(first).pw_uid
-    assert str(first_uid) in node.as_root("cat /proc/sysvipc/shm").stdout
+    for kind in ("shm", "msg", "sem"):
+        assert str(first_uid) in node.as_root(f"cat /proc/sysvipc/{kind}").stdout, kind
 
     assert node.end("KD-EEEE-0005")["ok"]
     second = node.rent("KD-FFFF-0006", [1])  # the sweep wipes the first account meanwhile
@@ -154,8 +156,9 @@ def test_a_departed_tenants_files_and_processes_never_pass_to_the_next_rental(no
         assert not node.host.node_path(path).exists(), path
     read = node.as_tenant("KD-FFFF-0006", "cat /tmp/left.txt /dev/shm/left.txt /tmp/cache/*")
     assert read.returncode != 0 and "secret" not in read.stdout
-    shm = node.as_root("cat /proc/sysvipc/shm").stdout.splitlines()[1:]
-    assert not [row for row in shm if str(first_uid) in row.split()]
+    for kind in ("shm", "msg", "sem"):
+        rows = node.as_root(f"cat /proc/sysvipc/{kind}").stdout.splitlines()[1:]
+        assert not [row for row in rows if str(first_uid) in row.split()], kind
     assert node.as_root(f"ps -o pid= -u {first_uid} || true").stdout.strip() == ""
 
 
@@ -359,6 +362,19 @@ def test_each_rental_runs_in_its_own_cgroup_with_shares_from_its_gpus(node):
     assert len(mine) == len(records[small]["folders"]), lines
     counted = node.host.node_path(records[small]["path"]) / "cgroup.procs"
     assert len(counted.read_text().split()) == 1  # the detached sleep
+
+    # So does what the customer runs in an SSH login (sshd's PAM session puts it there).
+    for reference, account in (("KD-MMMM-0011", small), ("KD-NNNN-0012", large)):
+        login = node.as_tenant(
+            reference,
+            "cat /proc/self/cgroup; setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo $!",
+        )
+        *cgroup_lines, started = login.stdout.split()
+        joined = [line for line in cgroup_lines if line.endswith(f"/kernodeck/{account}")]
+        assert len(joined) == len(records[account]["folders"]), login.stdout + login.stderr
+        inside = node.as_root(f"cat {records[account]['path']}/cgroup.procs").stdout.split()
+        assert started in inside
+    assert "kernodeck" not in node.as_root("cat /proc/self/cgroup").stdout  # root's are not
     agent = (node.host.home_base / small / "workspace" / "agent").read_text()
     assert agent and "kernodeck" not in agent  # the agent itself never joined it
     assert node.end("KD-MMMM-0011", retention_hours=1)["ok"]

@@ -171,10 +171,14 @@ def end(record, wait=10.0):
     return True
 
 
-def join(record):
-    """Moves the calling process into the rental's cgroup(s): run in the child, as root,
-    before it becomes the account (so the agent itself never sits in a tenant's cgroup).
-    Where a folder cannot be joined the child runs where the agent runs."""
+def join(record, pid=None):
+    """Moves a process (the caller by default) into the rental's cgroup(s); returns how many
+    folders took it. Run in a recipe's child, as root, before it becomes the account (so
+    the agent itself never sits in a tenant's cgroup), and for a login by `session`.
+    Where a folder cannot be joined the process stays where it was in that hierarchy."""
+    joined = 0
     for folder in _folders(record):
         with contextlib.suppress(OSError):
-            _write(folder, "cgroup.procs", os.getpid())
+            _write(folder, "cgroup.procs", pid or os.getpid())
+            joined += 1
+    return joined
