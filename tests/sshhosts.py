@@ -19,7 +19,13 @@ fails with ENXIO once permission is granted and with EACCES before), and an `nvi
 stand-in that prints the documented CSV. Its sshd (and so everything a login or the agent
 starts) runs in its own mount, PID, UTS and IPC namespaces (`unshare`) with private tmpfs
 `/tmp`, `/var/tmp` and `/dev/shm`, so tenants of one host share those as on a real node and
-nothing of the machine's; `host.node_path("/tmp")` is that folder seen from outside. Each
+nothing of the machine's (and a fresh /dev/mqueue where the machine has one);
+`host.node_path("/tmp")` is that folder seen from outside. Each host also gets cgroup
+hierarchies of its own: a folder per host below the test's own cgroup in each hierarchy
+the agent uses (v2, or v1 cpu and memory plus v2 `unified` on a hybrid machine; at the top
+of v2 where it carries the controllers), mounted as the host's `/sys/fs/cgroup/...` with
+the host's processes in its `node` child, as a container's delegated cgroup (where that
+cannot be, `lab.cgroups_unavailable` says why). Each
 host also has its own `/etc`: a copy of the machine's, bind-mounted over it, so its account
 database is its own (`host.account(name)`, `host.group(name)` read it) and Debian's stock
 sshd runs with PAM on, as on a real node. Two hosts, or two labs run side by side by test
@@ -100,9 +106,25 @@ CONTROL_DEVICES = {
 NODE_INIT = (
     "set -e; for d in /tmp /var/tmp /dev/shm; do "
     'mount -t tmpfs -o mode=1777,nosuid,nodev,size=64m kdnode "$d"; done; '
+    "if [ -d /dev/mqueue ]; then mount -t mqueue kdnode /dev/mqueue; fi; "
     'if [ "$1" != /etc ]; then mount --bind "$1" /etc; fi; shift; '
-    'hostname "$1"; shift; exec "$@"'
+    'hostname "$1"; shift; '
+    # `TYPE:OPTIONS:FOLDER:MOUNT ...` (or `-`): the lab's cgroup FOLDER of a hierarchy (its
+    # filesystem TYPE and OPTIONS) becomes the host's hierarchy at MOUNT (`ip netns exec`
+    # left a bare /sys; a tmpfs holds the v1 mount points as on a hybrid machine).
+    'if [ "$1" != - ]; then mkdir /tmp/.kdcg; case " $1 " in *":/sys/fs/cgroup "*) ;; '
+    "*) mount -t tmpfs -o mode=755 kdcg /sys/fs/cgroup;; esac; for spec in $1; do "
+    "t=${spec%%:*}; r=${spec#*:}; o=${r%%:*}; r=${r#*:}; sub=${r%%:*}; dst=${r#*:}; "
+    'if [ "$t" = cgroup2 ]; then mount -t cgroup2 kdcg /tmp/.kdcg; '
+    'else mount -t cgroup -o "$o" kdcg /tmp/.kdcg; fi; mkdir -p "$dst"; '
+    'mount --bind "/tmp/.kdcg$sub" "$dst"; umount /tmp/.kdcg; done; rmdir /tmp/.kdcg; fi; '
+    'shift; exec "$@"'
 )
+
+# Run before the host's namespaces are made: `kdjoin PROCS... -- ARGV`, each PROCS the
+# cgroup.procs of a lab folder's `node` child, where the host's own processes then run (the
+# agent makes `kernodeck` beside it: a populated cgroup v2 could not give it controllers).
+CGROUP_JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1"; shift; done; shift; exec "$@"'
 
 # The account database of a host, copied back between tests (its accounts, groups, hashes).
 ACCOUNT_FILES = ("passwd", "group", "shadow", "gshadow")
@@ -295,6 +317,15 @@ class TestHost:
             lost = [source for source, _target, _why in exc.args[0] if os.path.lexists(source)]
             if lost:
                 raise
+        # A login joins its rental's cgroup, as README's node set-up asks (the agent's
+        # `session` from pam_exec; without the agent file the optional line does nothing).
+        pam = self.etc / "pam.d" / "sshd"
+        if pam.exists():
+            with pam.open("a") as handle:
+                handle.write(
+                    "session optional pam_exec.so quiet /usr/bin/python3 "
+                    f"{self.agent_dir}/{AGENT_NAME} session\n"
+                )
         pristine = self.base / "etc-accounts"
         pristine.mkdir(mode=0o700, exist_ok=True)
         for name in ACCOUNT_FILES:
@@ -395,10 +426,18 @@ class TestHost:
         config = self._write_sshd_config()
         argv = [SSHD, "-D", "-e", "-f", str(config)]
         if self.lab.isolate:
+            delegated = self.cgroup_folders()
+            specs = " ".join(
+                f"{kind}:{options}:{folder[len(mount) :]}:{mount}"
+                for mount, kind, options, folder in delegated
+            )
             argv = [*ISOLATE, "/bin/sh", "-c", NODE_INIT, "kdnode", str(self.etc), self.name]
-            argv += [SSHD, "-D", "-e", "-f", str(config)]
+            argv += [specs or "-", SSHD, "-D", "-e", "-f", str(config)]
         if self.namespace:
             argv = ["ip", "netns", "exec", self.namespace, *argv]
+        if self.lab.isolate and delegated:
+            procs = [f"{folder}/node/cgroup.procs" for *_rest, folder in delegated]
+            argv = ["/bin/sh", "-c", CGROUP_JOIN, "kdjoin", *procs, "--", *argv]
         log = open(self.base / "sshd.log", "ab")  # noqa: SIM115
         self.process = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
         log.close()
@@ -408,6 +447,27 @@ class TestHost:
             raise RuntimeError(
                 f"sshd did not start: {(self.base / 'sshd.log').read_text()[-2000:]}"
             ) from None
+
+    def cgroup_folders(self) -> list[tuple[str, str, str, str]]:
+        """(mount, filesystem type, mount options, the lab's folder for this host) per
+        hierarchy, made if missing: inside the host that folder is the whole hierarchy, as a
+        container's delegated cgroup is, and the host's own processes run in its `node`."""
+        if self.lab.cgroups_unavailable:
+            return []
+        folders = []
+        for mount, kind, options, base in self.lab.cgroup_bases:
+            folder = os.path.join(base, f"kdssh{self.lab.pid}h{self.index}")
+            os.makedirs(os.path.join(folder, "node"), exist_ok=True)
+            folders.append((mount, kind, options, folder))
+        return folders
+
+    def clear_cgroups(self, *, keep_node: bool = True) -> None:
+        """Removes the rentals' cgroups the agent left in the host's folders (their
+        processes, all the lab's, ended first); with keep_node=False the folders too."""
+        for *_rest, folder in self.cgroup_folders():
+            targets = [os.path.join(folder, "kernodeck")] if keep_node else [folder]
+            for target in targets:
+                _remove_cgroup_tree(target)
 
     def node_pid(self) -> int | None:
         """The first process of the host's namespaces (seen from the machine), or None."""
@@ -522,6 +582,10 @@ class SshLab:
         self.mode = "namespaces"
         self.catch_all: str | None = None  # the lab's `unreachable` route, while it exists
         self.isolate = _can_isolate()
+        self.cgroup_bases: list[tuple[str, str, str, str]] = []
+        self.cgroups_unavailable = _cgroups_unavailable(self.isolate)
+        if not self.cgroups_unavailable:
+            self.cgroup_bases = _cgroup_bases()
 
     # --- keys
 
@@ -633,6 +697,7 @@ class SshLab:
                 (host.base / "agent" / AGENT_NAME).unlink()
             for child in host.home_base.iterdir():
                 shutil.rmtree(child, ignore_errors=True)
+            host.clear_cgroups()
             for i in range(host.gpu_count):
                 _mknod(host.device_root / "dev" / f"nvidia{i}", 195, i, 0o600)
             for name, (major, minor) in CONTROL_DEVICES.items():
@@ -682,6 +747,9 @@ class SshLab:
             with contextlib.suppress(Exception):
                 host.reset_accounts()
         self._remove_machine_accounts()
+        for host in hosts:
+            with contextlib.suppress(Exception):
+                host.clear_cgroups(keep_node=False)
         for link in self.links:
             _run("ip", "link", "del", link, check=False)
         for name in self.namespaces:
@@ -709,8 +777,103 @@ def _can_isolate() -> bool:
     """Whether this machine lets a host have its own mount, PID, UTS and IPC namespaces."""
     if not shutil.which("unshare"):
         return False
-    probe = [*ISOLATE, "/bin/sh", "-c", NODE_INIT, "kdnode", "/etc", "probe", "true"]
+    probe = [*ISOLATE, "/bin/sh", "-c", NODE_INIT, "kdnode", "/etc", "probe", "-", "true"]
     return _run(*probe, check=False).returncode == 0
+
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def _cgroup_mounts() -> list[tuple[str, str, str]]:
+    """The machine's cgroup hierarchies the agent uses: (mount point, filesystem type,
+    mount options) for the v2 hierarchy and the v1 ones holding cpu or memory."""
+    found = []
+    with open("/proc/self/mountinfo") as handle:
+        for line in handle:
+            fields = line.split()
+            after = fields[fields.index("-") + 1 :]
+            mount, kind, options = fields[4], after[0], after[2].split(",")
+            controllers = [o for o in options if o not in ("rw", "ro")]
+            if not mount.startswith(CGROUP_ROOT) or fields[3] != "/":
+                continue
+            if kind == "cgroup2":
+                found.append((mount, kind, "-"))
+            elif kind == "cgroup" and {"cpu", "memory"} & set(controllers):
+                found.append((mount, kind, ",".join(controllers)))
+    return found
+
+
+def _own_cgroup(mount: str, kind: str, options: str) -> str:
+    """This process's cgroup in that hierarchy (as /proc/self/cgroup names it)."""
+    controllers = {o for o in options.split(",") if not o.startswith("name=")}
+    with open("/proc/self/cgroup") as handle:
+        for line in handle:
+            number, names, path = line.rstrip("\n").split(":", 2)
+            if (kind == "cgroup2" and number == "0") or (
+                kind == "cgroup" and set(names.split(",")) == controllers
+            ):
+                return path
+    raise LookupError(mount)
+
+
+def _cgroup_bases() -> list[tuple[str, str, str, str]]:
+    """(mount, type, options, where the lab's folders go) per hierarchy: below this
+    process's own cgroup (its limits and accounting still hold the lab), except where
+    cgroup v2 carries the controllers: a populated cgroup cannot give them to children
+    there, so the lab's folders go at the top."""
+    bases = []
+    for mount, kind, options in _cgroup_mounts():
+        controllers = Path(mount, "cgroup.controllers")
+        if kind == "cgroup2" and {"cpu", "memory"} <= set(controllers.read_text().split()):
+            with contextlib.suppress(OSError):
+                Path(mount, "cgroup.subtree_control").write_text("+cpu +memory\n")
+            bases.append((mount, kind, options, mount))
+        else:
+            own = _own_cgroup(mount, kind, options).rstrip("/")
+            bases.append((mount, kind, options, mount + own))
+    return bases
+
+
+def _cgroups_unavailable(isolate: bool) -> str | None:
+    """Why the hosts cannot get cgroups of their own here, or None."""
+    if not isolate:
+        return "the test hosts have no mount namespaces of their own here"
+    mounts = _cgroup_mounts()
+    unified = Path(CGROUP_ROOT, "cgroup.controllers")
+    if unified.exists():
+        if not {"cpu", "memory"} <= set(unified.read_text().split()):
+            return f"cgroup v2 at {CGROUP_ROOT} lacks the cpu or memory controller"
+    else:
+        v1 = {c for _m, kind, options in mounts if kind == "cgroup" for c in options.split(",")}
+        if not {"cpu", "memory"} <= v1:
+            return "neither cgroup v2 nor v1 has the cpu and memory controllers here"
+    try:
+        for *_rest, base in _cgroup_bases():
+            probe = Path(base, f"kdprobe{os.getpid()}")
+            probe.mkdir(exist_ok=True)
+            probe.rmdir()
+    except OSError as exc:
+        return f"the machine's cgroups cannot be written here: {exc}"
+    return None
+
+
+def _remove_cgroup_tree(top: str) -> None:
+    """Removes a cgroup folder and its children, ending what still runs in them (only the
+    lab's processes are ever there)."""
+    if not os.path.isdir(top):
+        return
+    for _ in range(50):
+        folders = [d for d, _subs, _files in os.walk(top, topdown=False)]
+        for folder in folders:
+            with contextlib.suppress(OSError):
+                for line in Path(folder, "cgroup.procs").read_text().split():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(line), signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        if not os.path.isdir(top):
+            return
+        time.sleep(0.1)
 
 
 def _transient_etc_files(folder: str, names: list[str]) -> set[str]:

@@ -47,7 +47,8 @@ class PagedOrderOut(Schema):
 
 
 def access_out(access) -> dict | None:
-    """{host, port, user, ssh_command, url, token} for the owner while active."""
+    """{host, port, user, ssh_command, url, token, tunnel_command} for the owner while
+    active (the tunnel goes to the service's socket on the node where it has one)."""
     if access is None:
         return None
     return {
@@ -67,6 +68,7 @@ def access_out(access) -> dict | None:
         ],
         "url": access.url or None,
         "token": access.token or None,
+        "tunnel_command": access.tunnel_command or None,
     }
 
 

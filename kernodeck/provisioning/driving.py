@@ -72,6 +72,7 @@ def _prepare_and_deliver(order, spec, driver, *, last_attempt: bool) -> None:
             user=access.user,
             url=access.url,
             token=access.token,
+            socket=access.socket,
             actor=None,
         )
     except ServiceError as error:

@@ -234,6 +234,12 @@ class Delivery(models.Model):
         help_text=_("Notebook or inference URL."),
         verbose_name=_("URL"),
     )
+    remote_socket = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text=_("The Unix socket on the node the service listens on; the tunnel ends there."),
+        verbose_name=_("socket on the node"),
+    )
     secret_ciphertext = models.TextField(blank=True, verbose_name=_("secret (encrypted)"))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -127,6 +127,7 @@ def test_the_list_shows_payments_access_and_reasons(api, orders):
         ],
         "url": None,
         "token": None,
+        "tunnel_command": None,
     }
     assert revoked["access"] is None
     assert failed["rental_reason"] == "No GPU." and failed["access"] is None

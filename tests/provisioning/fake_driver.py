@@ -15,6 +15,7 @@ class FakeDriver:
     calls: list[tuple] = []
     fail_prepare: DriverError | None = None
     fail_release: DriverError | None = None
+    socket: str = ""  # the Unix socket the delivered service listens on, if any
 
     def prepare(self, rental: RentalSpec) -> StepResult:
         self.calls.append(("prepare", rental.reference, rental.allocation, rental.ssh_public_keys))
@@ -25,7 +26,15 @@ class FakeDriver:
     def deliver(self, rental: RentalSpec) -> Access | None:
         self.calls.append(("deliver", rental.reference))
         node = rental.allocation[0].node
-        return Access(host=node.host, port=node.port, user=rental.user, token="drv-secret")
+        url = "http://127.0.0.1:8888/lab?token=drv-secret" if self.socket else ""
+        return Access(
+            host=node.host,
+            port=node.port,
+            user=rental.user,
+            url=url,
+            token="drv-secret",
+            socket=self.socket,
+        )
 
     def extend(self, rental, until):
         self.calls.append(("extend", rental.reference, until))

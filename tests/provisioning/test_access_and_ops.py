@@ -80,6 +80,7 @@ def test_the_owner_sees_access_on_the_order_file_and_in_the_api(client):
         ],
         "url": "http://127.0.0.1:8888/lab",
         "token": "tok-secret-91",
+        "tunnel_command": "ssh -N -L 8888:127.0.0.1:8888 -p 2201 kd-7q4m@gpu7.example.org",
     }
     assert body["starts_at"].startswith("2026-12-01T12:00:00")
     assert body["ends_at"].startswith("2026-12-04T12:00:00")

@@ -52,6 +52,15 @@ def test_logs_lose_nul_control_characters_and_ansi_escapes():
     assert clean_text("a\x00b\tc") == "ab\tc"
 
 
+def test_a_prepare_answer_keeps_an_absolute_socket_path_and_refuses_any_other():
+    sock = "/home/kd-ab12cd34/.kernodeck/run/notebook.sock"
+    answer = {"ok": True, "status": "done", "socket": sock, "token": "t", "url": "http://x/"}
+    assert check_answer("n1", "prepare", answer, reference=REF)["socket"] == sock
+    for bad in ("notebook.sock", "/home/../etc/shadow", "/a b", 7):
+        with pytest.raises(MalformedAnswer, match="socket is not"):
+            check_answer("n1", "prepare", answer | {"socket": bad}, reference=REF)
+
+
 def test_a_status_without_account_and_a_refusal_with_junk_are_handled():
     with pytest.raises(MalformedAnswer, match="account"):
         check_answer("n1", "status", {"ok": True, "known": False, "exists": False})

@@ -89,6 +89,9 @@ class AgentHost:
                     "kill_wait": 5,
                     "service_wait": 3,
                     "shared_dirs": [str(self.base / "tmp")],
+                    # The machine's own cgroups stay untouched here: the SSH test hosts
+                    # (test_tenant_isolation) get hierarchies of their own for that.
+                    "cgroup_root": str(self.base / "no-cgroups"),
                 }
             )
         )

@@ -31,7 +31,9 @@ def fake(settings):
     drivers._cache.clear()
     FakeDriver.calls = []
     FakeDriver.fail_prepare = None
+    FakeDriver.socket = ""
     yield FakeDriver
+    FakeDriver.socket = ""
     drivers._cache.clear()
 
 
@@ -70,6 +72,22 @@ def test_an_automated_node_goes_from_settlement_to_active_by_itself(fake):
     assert release[0] == "release"
     assert [(a.node.name, a.slots) for a in release[2]] == [("auto-1", (0, 1))]
     assert Order.objects.get(pk=order.pk).rental_state == RentalState.ENDED
+
+
+def test_a_notebook_on_a_socket_is_delivered_with_a_tunnel_to_that_socket(fake):
+    fake.socket = "/home/kd-x/.kernodeck/run/notebook.sock"
+    offer = automated_offer()
+    order = make_order(offer=offer, preparation="notebook")
+    make_ssh_key(order.owner)
+
+    settlement_orders.order_settle(order=order, cause={"test": 1})
+
+    order.refresh_from_db()
+    access = selectors.access_for_owner(order=order)
+    assert access.url == "http://127.0.0.1:8888/lab?token=drv-secret"
+    assert access.tunnel_command == (
+        f"ssh -N -L 8888:/home/kd-x/.kernodeck/run/notebook.sock {access.user}@10.1.0.1"
+    )
 
 
 def test_a_permanent_driver_error_fails_the_rental_in_customer_words_detail_on_the_desk(fake):

@@ -116,6 +116,28 @@ def test_the_full_manual_path_with_dates():
     assert "nb-secret-123" not in str(event.after) + str(event.data)
 
 
+def test_a_service_on_a_node_socket_gets_a_tunnel_to_that_socket_and_a_bad_path_is_refused():
+    order = make_settled_order(offer=make_offer(units_total=1))
+    operator = make_operator()
+    make_ssh_key(order.owner)
+    services.rental_prepare(order=order, actor=operator)
+    for bad in ("notebook.sock", "/home/kd-abc/../root/x.sock", "/a b.sock", "/x;rm"):
+        with pytest.raises(InvalidInput) as caught:
+            deliver(order, operator, url="http://127.0.0.1:8888/lab", socket=bad)
+        assert caught.value.field == "socket"
+    order.refresh_from_db()
+    assert order.rental_state == RentalState.PREPARING and not Delivery.objects.exists()
+
+    sock = "/home/kd-abc/.kernodeck/run/notebook.sock"
+    order = deliver(
+        order, operator, url="http://127.0.0.1:8888/lab?token=t0k3n", token="t0k3n", socket=sock
+    )
+
+    assert Delivery.objects.get().remote_socket == sock
+    access = selectors.access_for_owner(order=order)
+    assert access.tunnel_command == f"ssh -N -L 8888:{sock} -p 2222 kd-abc@gpu1.example.org"
+
+
 def test_delivery_is_refused_without_a_customer_ssh_key():
     order = make_settled_order(offer=make_offer(units_total=1))
     operator = make_operator()

@@ -8,9 +8,14 @@ Tenants log in with their own keys and try what a hostile customer would.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
+import socket as socketlib
 import subprocess
-from pathlib import Path
+import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -131,12 +136,14 @@ def test_a_departed_tenants_files_and_processes_never_pass_to_the_next_rental(no
     planted = node.as_tenant(
         "KD-EEEE-0005",
         "umask 077; for d in /tmp /var/tmp /dev/shm; do echo secret > $d/left.txt; done; "
-        "mkdir /tmp/cache && echo secret > /tmp/cache/deep.txt; ipcmk -M 4096 >/dev/null; "
+        "mkdir /tmp/cache && echo secret > /tmp/cache/deep.txt; "
+        "ipcmk -M 4096 >/dev/null; ipcmk -Q >/dev/null; ipcmk -S 1 >/dev/null; "
         "setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo started",
     )
     assert planted.stdout.strip() == "started", planted.stderr
     first_uid = node.host.account(first).pw_uid
-    assert str(first_uid) in node.as_root("cat /proc/sysvipc/shm").stdout
+    for kind in ("shm", "msg", "sem"):
+        assert str(first_uid) in node.as_root(f"cat /proc/sysvipc/{kind}").stdout, kind
 
     assert node.end("KD-EEEE-0005")["ok"]
     second = node.rent("KD-FFFF-0006", [1])  # the sweep wipes the first account meanwhile
@@ -149,8 +156,9 @@ def test_a_departed_tenants_files_and_processes_never_pass_to_the_next_rental(no
         assert not node.host.node_path(path).exists(), path
     read = node.as_tenant("KD-FFFF-0006", "cat /tmp/left.txt /dev/shm/left.txt /tmp/cache/*")
     assert read.returncode != 0 and "secret" not in read.stdout
-    shm = node.as_root("cat /proc/sysvipc/shm").stdout.splitlines()[1:]
-    assert not [row for row in shm if str(first_uid) in row.split()]
+    for kind in ("shm", "msg", "sem"):
+        rows = node.as_root(f"cat /proc/sysvipc/{kind}").stdout.splitlines()[1:]
+        assert not [row for row in rows if str(first_uid) in row.split()], kind
     assert node.as_root(f"ps -o pid= -u {first_uid} || true").stdout.strip() == ""
 
 
@@ -193,13 +201,13 @@ def test_a_rental_opens_its_gpu_and_the_shared_cuda_devices_but_never_anothers_g
 
 
 # Stands in for JupyterLab in the rental's venv (the default recipe then installs nothing):
-# takes the token from the --config file the agent wrote (or its command line), as JupyterLab
-# does, and answers 200 with it, 403 without.
+# takes the token from the --config file the agent wrote, as JupyterLab does, listens on
+# --ServerApp.sock with --ServerApp.sock_mode (or on --port), and answers 200 with the
+# token, 403 without.
 JUPYTER_STANDIN = """#!/usr/bin/python3
-import http.server, json, sys, urllib.parse
+import http.server, json, os, socketserver, sys, urllib.parse
 args = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
-token = args.get("IdentityProvider.token")  # a token on the command line, as before
-token = token or json.load(open(args["config"]))["IdentityProvider"]["token"]
+token = json.load(open(args["config"]))["IdentityProvider"]["token"]
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
@@ -207,19 +215,57 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
     def log_message(self, *args):
         pass
-http.server.HTTPServer(("127.0.0.1", int(args["port"])), Handler).serve_forever()
+if "ServerApp.sock" in args:
+    server = socketserver.UnixStreamServer(args["ServerApp.sock"], Handler)
+    os.chmod(args["ServerApp.sock"], int(args.get("ServerApp.sock_mode", "0600"), 8))
+else:
+    server = http.server.HTTPServer(("127.0.0.1", int(args["port"])), Handler)
+server.serve_forever()
 """
 
-FETCH = (
-    "python3 -c 'import sys, urllib.request, urllib.error\n"
-    "try: print(urllib.request.urlopen(sys.argv[1]).status)\n"
-    "except urllib.error.HTTPError as e: print(e.code)' "
+CONNECT = (
+    "python3 -c 'import socket, sys\n"
+    "s = socket.socket(socket.AF_UNIX)\n"
+    'try: s.connect(sys.argv[1]); print("connected")\n'
+    "except OSError as e: print(type(e).__name__)' "
 )
 
 
-def test_the_notebook_token_is_never_on_a_command_line_nor_readable_by_another_tenant(node):
+def _get(url):
+    """The HTTP status of a GET, or the name of the error when no answer came."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except (OSError, http.client.HTTPException) as exc:
+        return type(exc).__name__
+
+
+@contextlib.contextmanager
+def tunnel(node, account, key, socket_path):
+    """`ssh -N -L PORT:SOCKET account@node`, as the delivery tells the customer; yields PORT."""
+    with socketlib.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = node.host.ssh_argv(account, key, "-N", "-o", "ExitOnForwardFailure=yes")
+    argv[-1:-1] = ["-L", f"127.0.0.1:{port}:{socket_path}"]
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):  # until the forward listens
+            with socketlib.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_the_notebook_listens_on_a_socket_only_its_owner_reaches_and_no_token_is_on_view(node):
     owner = node.rent("KD-JJJJ-0009", [0])
-    node.rent("KD-KKKK-0010", [1])
+    other = node.rent("KD-KKKK-0010", [1])
     venv = node.host.home_base / owner / "workspace" / "venv" / "bin"
     installed = node.as_tenant(
         "KD-JJJJ-0009",
@@ -237,46 +283,102 @@ def test_the_notebook_token_is_never_on_a_command_line_nor_readable_by_another_t
     assert node.as_tenant("KD-JJJJ-0009", f"chmod 755 {venv}/jupyter-lab").returncode == 0
     prepared = node.agent("prepare", {"reference": "KD-JJJJ-0009", "preparation": "notebook"})
     assert prepared["ok"], prepared
-    token, port = prepared["token"], prepared["port"]
+    token, sock = prepared["token"], prepared["socket"]
+    assert sock == str(node.host.home_base / owner / ".kernodeck" / "run" / "notebook.sock")
+    assert prepared["url"] == f"http://127.0.0.1:8888/lab?token={token}"
+    assert "port" not in prepared  # nothing of the notebook listens on the node's loopback
 
     seen = node.as_tenant("KD-KKKK-0010", "ps -eo user,args")
     assert "jupyter-lab" in seen.stdout  # the other tenant does see the process...
     assert token not in seen.stdout  # ...but never its token
-    url = f"http://127.0.0.1:{port}/lab"
-    assert node.as_tenant("KD-KKKK-0010", FETCH + url).stdout.strip() == "403"
+    assert node.as_tenant("KD-KKKK-0010", CONNECT + sock).stdout.strip() == "PermissionError"
     secrets = node.host.home_base / owner / ".kernodeck" / "secrets"
     stolen = node.as_tenant("KD-KKKK-0010", f"cat {secrets}/notebook.token {secrets}/*.json")
     assert stolen.returncode != 0 and token not in stolen.stdout
-    assert node.as_tenant("KD-JJJJ-0009", f"{FETCH}'{url}?token={token}'").stdout.strip() == "200"
     assert node.as_tenant("KD-JJJJ-0009", f"cat {secrets}/notebook.token").stdout == token
+
+    # The customer's tunnel reaches the notebook; the other tenant's tunnel to it does not.
+    with tunnel(node, owner, node.keys["kd-jjjj-0009"][0], sock) as port:
+        assert _get(f"http://127.0.0.1:{port}/lab?token={token}") == 200
+        assert _get(f"http://127.0.0.1:{port}/lab") == 403
+    with tunnel(node, other, node.keys["kd-kkkk-0010"][0], sock) as port:
+        assert _get(f"http://127.0.0.1:{port}/lab?token={token}") not in (200, 403)
+    assert node.agent("status", {"reference": "KD-JJJJ-0009"})["services"] == {"notebook": True}
+
+    # The owner swaps its socket for a link to a root-only socket: root never connects to it.
+    bait_path = node.host.base / "tools" / "root-only.sock"
+    with socketlib.socket(socketlib.AF_UNIX) as bait:
+        bait.bind(str(bait_path))
+        bait.listen()
+        bait.settimeout(0.5)
+        swapped = node.as_tenant("KD-JJJJ-0009", f"ln -sf {bait_path} {sock}")
+        assert swapped.returncode == 0, swapped.stderr
+        assert node.agent("status", {"reference": "KD-JJJJ-0009"})["services"] == {
+            "notebook": False
+        }
+        with pytest.raises(TimeoutError):
+            bait.accept()
+    bait_path.unlink()
 
 
 def test_each_rental_runs_in_its_own_cgroup_with_shares_from_its_gpus(node):
+    if node.lab.cgroups_unavailable:
+        pytest.skip(node.lab.cgroups_unavailable)
     small = node.rent("KD-MMMM-0011", [0])
     large = node.rent("KD-NNNN-0012", [1, 2])
     states = {
         account: json.loads((node.host.state_dir / "rentals" / f"{account}.json").read_text())
         for account in (small, large)
     }
-    controllers = Path("/sys/fs/cgroup/cgroup.controllers")
-    usable = controllers.exists() and {"cpu", "memory"} <= set(controllers.read_text().split())
-    if not usable:
-        # The rentals work all the same and their state says why they have no limits.
-        assert all("cgroup" in s["cgroup"]["reason"] for s in states.values()), states
-        pytest.skip(
-            f"cgroup v2 with cpu and memory is not writable here: {states[small]['cgroup']}"
-        )
-    folders = {a: Path(s["cgroup"]["path"]) for a, s in states.items()}
-    assert (folders[small] / "cpu.weight").read_text().strip() == "100"
-    assert (folders[large] / "cpu.weight").read_text().strip() == "200"
-    memory = {a: int((f / "memory.max").read_text()) for a, f in folders.items()}
-    assert memory[large] == pytest.approx(2 * memory[small], rel=0.01)
-    recipe = "cat /proc/self/cgroup > ~/workspace/cgroup"
+    records = {account: state["cgroup"] for account, state in states.items()}
+    layout = records[small].get("layout")
+    assert layout in ("unified", "hybrid"), records[small]  # the lab's hosts get one of these
+    folders = {a: [node.host.node_path(f) for f in r["folders"]] for a, r in records.items()}
+
+    def value(account, name):
+        (found,) = [f / name for f in folders[account] if (f / name).exists()]
+        return int(found.read_text())
+
+    if layout == "unified":
+        cpu, memory, shares = "cpu.weight", "memory.max", (100, 200)
+    else:
+        cpu, memory, shares = "cpu.shares", "memory.limit_in_bytes", (1024, 2048)
+    assert (value(small, cpu), value(large, cpu)) == shares
+    assert value(large, memory) == pytest.approx(2 * value(small, memory), rel=0.01)
+    assert value(small, memory) == records[small][memory]
+
+    # What the recipe starts runs in the rental's cgroup in every hierarchy, is counted there
+    # and ends with it, also when it detached from the recipe.
+    recipe = (
+        "cat /proc/self/cgroup > ~/workspace/cgroup; cat /proc/$PPID/cgroup > ~/workspace/agent; "
+        "setsid sleep 600 > /dev/null 2>&1 < /dev/null &"
+    )
     ran = node.agent(
         "prepare", {"reference": "KD-MMMM-0011", "preparation": "python", "recipe": recipe}
     )
     assert ran["ok"], ran
-    inside = (node.host.home_base / small / "workspace" / "cgroup").read_text()
-    assert inside.strip().endswith(f"/kernodeck/{small}")
+    lines = (node.host.home_base / small / "workspace" / "cgroup").read_text().splitlines()
+    mine = [line for line in lines if line.endswith(f"/kernodeck/{small}")]
+    assert len(mine) == len(records[small]["folders"]), lines
+    counted = node.host.node_path(records[small]["path"]) / "cgroup.procs"
+    assert len(counted.read_text().split()) == 1  # the detached sleep
+
+    # So does what the customer runs in an SSH login (sshd's PAM session puts it there).
+    for reference, account in (("KD-MMMM-0011", small), ("KD-NNNN-0012", large)):
+        login = node.as_tenant(
+            reference,
+            "cat /proc/self/cgroup; setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo $!",
+        )
+        *cgroup_lines, started = login.stdout.split()
+        joined = [line for line in cgroup_lines if line.endswith(f"/kernodeck/{account}")]
+        assert len(joined) == len(records[account]["folders"]), login.stdout + login.stderr
+        inside = node.as_root(f"cat {records[account]['path']}/cgroup.procs").stdout.split()
+        assert started in inside
+    assert "kernodeck" not in node.as_root("cat /proc/self/cgroup").stdout  # root's are not
+    agent = (node.host.home_base / small / "workspace" / "agent").read_text()
+    assert agent and "kernodeck" not in agent  # the agent itself never joined it
     assert node.end("KD-MMMM-0011", retention_hours=1)["ok"]
-    assert not folders[small].exists() and folders[large].exists()
+    assert not any(f.exists() for f in folders[small])
+    assert all(f.exists() for f in folders[large])
+    uid = node.host.account(small).pw_uid
+    assert node.as_root(f"ps -o pid= -u {uid} || true").stdout.strip() == ""

@@ -18,6 +18,8 @@ from kernodeck.provisioning.drivers.base import DriverError
 
 ACCOUNT_RE = re.compile(r"kd[a-z0-9]{0,16}-[a-z0-9]{1,24}")
 CONTROL_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+# The Unix socket a service listens on (the notebook's, in the rental's home).
+SOCKET_RE = re.compile(r"/[A-Za-z0-9._/\-]{1,199}")
 MAX_LOG = 4000
 MAX_TEXT = 300
 MAX_GPUS = 64
@@ -136,6 +138,11 @@ def check_answer(node: str, command: str, answer: Any, *, reference: str | None 
         port = check.integer("port", low=1, high=65535, required=False)
         if port is not None:
             out["port"] = port
+        socket = check.text("socket", limit=200, required=False)
+        if socket is not None:
+            if not SOCKET_RE.fullmatch(socket) or "/../" in f"{socket}/":
+                check.fail("socket is not an absolute path on the node")
+            out["socket"] = socket
     elif command == "status":
         out.update(account=check.account(reference), known=check.boolean("known"))
         out["exists"] = check.boolean("exists")

@@ -88,6 +88,7 @@ class Access:
     user: str
     url: str = ""
     token: str = field(default="", repr=False)
+    socket: str = ""  # the Unix socket on the node the service listens on (tunnel there)
 
 
 @dataclass(frozen=True)

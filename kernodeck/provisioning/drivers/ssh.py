@@ -136,6 +136,7 @@ class SshDriver:
             user=status["account"],
             url=answer.get("url", ""),
             token=answer.get("token", ""),
+            socket=answer.get("socket", ""),
         )
 
     def extend(self, rental: RentalSpec, until: datetime) -> StepResult:

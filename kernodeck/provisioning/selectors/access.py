@@ -95,10 +95,10 @@ def access_view(delivery: Delivery, *, nodes=None) -> AccessView:
     if delivery.url:
         local = _url_port(delivery.url)
         if local:
+            # To the service's Unix socket on the node where it has one, else its port there.
+            remote = delivery.remote_socket or f"127.0.0.1:{local}"
             port_flag = "" if delivery.port == 22 else f" -p {delivery.port}"
-            tunnel = (
-                f"ssh -N -L {local}:127.0.0.1:{local}{port_flag} {delivery.user}@{delivery.host}"
-            )
+            tunnel = f"ssh -N -L {local}:{remote}{port_flag} {delivery.user}@{delivery.host}"
     return AccessView(
         host=delivery.host,
         port=delivery.port,

@@ -28,6 +28,7 @@ from kernodeck.provisioning.services.releases import _release_slots, _request_re
 HOST_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.\-:]{0,251}[A-Za-z0-9])?")
 USER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9._\-]{0,31}")
 URL_RE = re.compile(r"https?://[^\s\x00]+")
+SOCKET_RE = re.compile(r"/[A-Za-z0-9._/\-]{1,199}")
 REFUNDABLE_STATES = {RentalState.QUEUED, RentalState.PROVISIONING_FAILED}
 
 
@@ -97,12 +98,19 @@ def _clean_access(*, host, port, user, url) -> tuple[str, int, str, str]:
     return host, port, user, url
 
 
-def rental_deliver(*, order, host, port, user, url: str = "", token: str = "", actor) -> Order:
+def rental_deliver(
+    *, order, host, port, user, url: str = "", token: str = "", socket: str = "", actor
+) -> Order:
     """Deliver access: record it (secret encrypted), start the clock, notify the customer.
 
-    Refused while the customer has no SSH public key: access is key-based only.
+    `socket` is the Unix socket on the node the service listens on (the customer's tunnel
+    ends there instead of at a loopback port). Refused while the customer has no SSH public
+    key: access is key-based only.
     """
     host, port, user, url = _clean_access(host=host, port=port, user=user, url=url)
+    socket = str(socket or "").strip()
+    if socket and (not SOCKET_RE.fullmatch(socket) or "/../" in f"{socket}/"):
+        raise InvalidInput(_("The socket is an absolute path on the node."), field="socket")
     token = str(token or "").replace("\x00", "").strip()
     if len(token) > 500:
         raise InvalidInput(_("The token is too long."), field="token")
@@ -125,6 +133,7 @@ def rental_deliver(*, order, host, port, user, url: str = "", token: str = "", a
             port=port,
             user=user,
             url=url,
+            remote_socket=socket,
             secret_ciphertext=secrets.secret_encrypt(token),
             created_by=actor if getattr(actor, "is_authenticated", False) else None,
             created_at=now,

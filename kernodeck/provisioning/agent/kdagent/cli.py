@@ -16,6 +16,7 @@ from .common import (
     AgentError,
 )
 from .ending import sweep
+from .logins import pam_session
 from .state import Host
 
 
@@ -43,7 +44,7 @@ def main(argv=None, stdin=None, stdout=None):
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     parser = argparse.ArgumentParser(description="Kernodeck host agent")
-    parser.add_argument("command", choices=[*sorted(COMMANDS), "version"])
+    parser.add_argument("command", choices=[*sorted(COMMANDS), "session", "version"])
     parser.add_argument("--root", help="folder holding dev/ (stand-in devices in tests)")
     parser.add_argument("--home-base", dest="home_base")
     parser.add_argument("--state-dir", dest="state_dir")
@@ -54,6 +55,13 @@ def main(argv=None, stdin=None, stdout=None):
         with open(agent_file(), "rb") as handle:
             digest = hashlib.sha256(handle.read()).hexdigest()
         stdout.write(json.dumps({"ok": True, "version": AGENT_VERSION, "sha256": digest}) + "\n")
+        return 0
+    if args.command == "session":  # from pam_exec at a login: no request, no lock
+        try:
+            answer = pam_session(Host(load_settings(args)), os.environ, os.getppid())
+        except (ValueError, OSError) as exc:
+            answer = {"joined": 0, "why": f"{type(exc).__name__}: {exc}"}
+        stdout.write(json.dumps({"ok": True, "command": "session", **answer}) + "\n")
         return 0
     try:
         raw = "" if stdin.isatty() else stdin.read(1_000_000)

@@ -26,8 +26,9 @@ DEFAULTS = {
     "gpu_group": "kernodeck-gpu",
     # Where cgroup v2 is mounted; rentals' cgroups go under kernodeck/ in it.
     "cgroup_root": "/sys/fs/cgroup",
-    # Shared temporary folders emptied of a rental's files at its end.
-    "shared_dirs": ["/tmp", "/var/tmp", "/dev/shm"],  # noqa: S108
+    # Shared temporary folders emptied of a rental's files at its end (/dev/mqueue: its
+    # POSIX message queues; System V IPC objects are removed apart).
+    "shared_dirs": ["/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue"],  # noqa: S108
 }
 
 REFERENCE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,23}$")

@@ -17,7 +17,7 @@ from .common import (
     run,
 )
 from .devices import leave_gpu_group, revoke_devices
-from .services import SERVICES, port_answers
+from .services import SERVICES, service_alive
 
 
 def cmd_extend(host, request):
@@ -62,7 +62,7 @@ def cmd_status(host, request):
     if not state:
         return {"account": account, "known": False, "exists": bool(entry)}
     services = {
-        name: port_answers(record["port"])
+        name: bool(entry) and service_alive(host, account, entry.pw_uid, name, record)
         for name, record in state["prepared"].items()
         if name in SERVICES and record.get("status") == "done"
     }
@@ -96,9 +96,9 @@ def stop_processes(host, uid):
 def release(host, uid, state=None):
     """Nothing of the uid outlives the rental: its processes (its cgroup ended first), its
     files in the shared temporary folders and its System V IPC objects are gone, checked."""
-    folder = ((state or {}).get("cgroup") or {}).get("path")
-    if not cgroups.end(folder, wait=float(host.settings["kill_wait"])):
-        raise AgentError(f"processes in {folder} did not stop")
+    record = (state or {}).get("cgroup") or {}
+    if not cgroups.end(record, wait=float(host.settings["kill_wait"])):
+        raise AgentError(f"processes in {record.get('path')} did not stop")
     stop_processes(host, uid)
     left = []
     for top in host.settings["shared_dirs"]:
