@@ -7,6 +7,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from kernodeck.payments import tasks, watching
 from kernodeck.payments.models import ChainState
@@ -71,9 +72,14 @@ def test_a_hung_api_delays_only_its_own_network(apis, monkeypatch):
 
     monkeypatch.setattr(watching, "watch_network_isolated", observed)
     out = StringIO()
-    command = threading.Thread(
-        target=call_command, args=("watch_chains", "--once"), kwargs={"stdout": out}
-    )
+
+    def run_command():
+        try:
+            call_command("watch_chains", "--once", stdout=out)
+        finally:
+            connection.close()  # this thread's own (the test database is dropped at the end)
+
+    command = threading.Thread(target=run_command)
     command.start()
     try:
         # Bitcoin's API answers nothing until released: Litecoin's pass ends meanwhile.
