@@ -204,8 +204,10 @@ else:
         "filename": str(VAR_DIR / "tasks.sqlite3"),
     }
 HUEY["immediate"] = env_bool("KERNODECK_TASKS_IMMEDIATE")
-# flush_locks: a lock a killed worker held (the watcher pass lock) is freed at start-up.
-HUEY["consumer"] = {"workers": 2, "worker_type": "thread", "flush_locks": True}
+# flush_locks: a lock a killed worker held (a watcher pass lock) is freed at start-up.
+# Workers: each chain network's pass is a task of its own (up to 5, each bounded by
+# KERNODECK_WATCH_PASS_DEADLINE), so that one hung chain API never holds the others' worker.
+HUEY["consumer"] = {"workers": 6, "worker_type": "thread", "flush_locks": True}
 
 # Accounts and authentication.
 AUTH_USER_MODEL = "accounts.User"
@@ -373,6 +375,11 @@ KERNODECK_WATCH_LATE_INTERVAL = int(os.environ.get("KERNODECK_WATCH_LATE_INTERVA
 # Bitcoin and Litecoin: scan new blocks (and new mempool transactions) for our addresses
 # instead of polling every address on every pass (docs/architecture.md, "Block scanning").
 KERNODECK_WATCH_BLOCK_SCAN = env_bool("KERNODECK_WATCH_BLOCK_SCAN", True)
+# Seconds one network's pass may spend asking its chain API, all requests together: a slow
+# or hung API fails its own pass then, and each network is watched on its own.
+KERNODECK_WATCH_PASS_DEADLINE = float(os.environ.get("KERNODECK_WATCH_PASS_DEADLINE", 120))
+if KERNODECK_WATCH_PASS_DEADLINE <= 0:
+    raise ImproperlyConfigured("KERNODECK_WATCH_PASS_DEADLINE must be a positive number.")
 if KERNODECK_WATCH_CONCURRENCY < 1 or KERNODECK_WATCH_LATE_INTERVAL < 0:
     raise ImproperlyConfigured(
         "KERNODECK_WATCH_CONCURRENCY must be at least 1; "

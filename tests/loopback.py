@@ -10,7 +10,9 @@ Adapters are tested over real sockets with their real HTTP client, never with a 
         server.requests[0].query["pair"]
 
 Routes match on method and path; the query string is recorded, not matched. A route given
-several replies answers them in turn and repeats the last. An unknown route answers 404, or
+several replies answers them in turn and repeats the last. `Reply(drip=0.5)` sends its body
+one byte every half second (an API that holds a connection without ever timing a read out).
+An unknown route answers 404, or
 goes to the handler given to `otherwise(handler)` (a whole fake API, e.g. a chain serving
 blocks and addresses: tests/payments/esplora_chain.py).
 `sample()` reads an API answer from tests/samples: the project's own data, written in the
@@ -58,7 +60,8 @@ Handler = Callable[[Request], tuple[int, Mapping[str, str], Any]]
 @dataclass(frozen=True)
 class Reply:
     """One canned answer: a status and a body (`json_body`, or `body` sent verbatim), or a
-    `handler` that builds the answer from the request. `delay` waits before answering."""
+    `handler` that builds the answer from the request. `delay` waits before answering;
+    `drip` sends the body one byte at a time, waiting that many seconds before each."""
 
     status: int = 200
     json_body: Any = _NO_JSON
@@ -66,6 +69,7 @@ class Reply:
     content_type: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    drip: float = 0.0
     handler: Handler | None = None
 
     def __post_init__(self):
@@ -133,7 +137,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.write(body)
+            if not reply.drip:
+                self.wfile.write(body)
+            for position in range(len(body) if reply.drip else 0):
+                self.wfile.flush()
+                if loopback._closing.wait(reply.drip):
+                    return
+                self.wfile.write(body[position : position + 1])
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up waiting (timeout tests): nobody to answer
 

@@ -6,6 +6,7 @@ from huey.contrib.djhuey import HUEY, db_periodic_task, db_task
 from huey.exceptions import TaskLockedException
 
 from kernodeck.payments import selectors, services, watching
+from kernodeck.payments.chains.adapters import configured_networks
 
 logger = logging.getLogger(__name__)
 
@@ -22,41 +23,45 @@ def expire_intents():
     watching.payment_intents_expire()
 
 
-# One watcher pass at a time, across every worker and process sharing the queue: a pass
-# that runs long is not joined by the next tick's, nor by an early pass after "I have
-# paid" (that one's rescan request stays and the running or next pass honours it). Kept
-# in the queue's storage, the lock is flushed when the consumer starts (HUEY "consumer":
-# "flush_locks"), so a killed worker does not hold it for ever.
-WATCH_LOCK = HUEY.lock_task("watch-chains")
+# One pass per network at a time, across every worker and process sharing the queue: a
+# network's pass that runs long is not joined by the next tick's, nor by an early pass after
+# "I have paid" (that one's rescan request stays and the running or next pass honours it).
+# Each network has its own lock and its own task, so a slow or hung chain API (bounded by
+# KERNODECK_WATCH_PASS_DEADLINE) holds only its own network's passes. Kept in the queue's
+# storage, the locks are flushed when the consumer starts (HUEY "consumer": "flush_locks"),
+# so a killed worker does not hold one for ever.
+def network_lock(network: str):
+    """The queue's lock on one network's passes (a context manager)."""
+    return HUEY.lock_task(f"watch-chains:{network}")
 
 
-def watch_exclusively(watch, *args) -> bool:
-    """Run one pass unless another is running; False when it was skipped."""
+def watch_exclusively(network: str) -> dict | None:
+    """One pass over `network` unless one is running already; None when it was skipped."""
     try:
-        with WATCH_LOCK:
-            watch(*args)
+        with network_lock(network):
+            return watching.watch_network_isolated(network)
     except TaskLockedException:
-        logger.info("watcher pass skipped: the previous pass is still running")
-        return False
-    return True
-
-
-@db_task()
-def watch_chains():
-    """One pass of every configured watcher and the reconciliation."""
-    watch_exclusively(watching.watch_all)
+        logger.info("%s watcher pass skipped: its previous pass is still running", network)
+        return None
 
 
 @db_task()
 def watch_network(network: str):
-    """An early pass over one network (after "I have paid"); its failures stay in it."""
-    watch_exclusively(watching.watch_network_isolated, network)
+    """One pass over one network; its failures, and its slowness, stay in it."""
+    watch_exclusively(network)
+
+
+@db_task()
+def watch_chains():
+    """A pass of every configured network, each its own task (and lock)."""
+    for network in configured_networks():
+        watch_network(network)
 
 
 @db_periodic_task(crontab(minute="*"))
 def watch_chains_tick():
     """Watch every minute, and once more half-way (default interval: 30 s)."""
-    watch_exclusively(watching.watch_all)
+    watch_chains()
     interval = settings.KERNODECK_WATCH_INTERVAL
     if 0 < interval < 60:
         watch_chains.schedule(delay=interval)

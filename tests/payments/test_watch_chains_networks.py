@@ -7,7 +7,8 @@ from django.core.management import call_command
 
 from kernodeck.payments.chains import http
 
-pytestmark = pytest.mark.django_db
+# The command watches each network on a thread of its own, with its own connection.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 KEY = "0123456789abcdef0123456789abcdef"
 

@@ -139,7 +139,8 @@ def test_a_pass_over_idle_intents_costs_the_same_for_3_or_30(
     with CaptureQueriesContext(connection) as many:
         many_paths = paths_of_a_pass(server)
 
-    assert len(many.captured_queries) == len(few.captured_queries) <= 12
+    # 12, and the mempool's memory read and written (MempoolMemory).
+    assert len(many.captured_queries) == len(few.captured_queries) <= 14
     assert len(many_paths) == len(few_paths) == 5  # mempool, tip, cursor, new block (2)
 
 
@@ -210,3 +211,54 @@ def test_a_failed_block_scan_polls_every_address_and_keeps_its_cursor(
     assert not any(path.startswith("/address/") for path in paths)
     assert ChainState.objects.get(network="bitcoin").scanned_blocks[-1][0] == chain.tip
     assert status(intent) == IntentStatus.DETECTED
+
+
+def test_cron_passes_read_each_mempool_transaction_once_whatever_the_cache(
+    configured, fresh_rates, server, chain
+):
+    """`watch_chains --once` from cron: each run is a new process with, at best, a cache
+    that was cleared or evicted in between; the mempool's memory is in the database."""
+    from io import StringIO
+
+    from django.core.cache import cache
+    from django.core.management import call_command
+
+    from kernodeck.payments.models import MempoolMemory
+
+    def cron_run() -> list[str]:
+        cache.clear()  # a new process, a cache that forgot
+        before = len(server.requests)
+        call_command("watch_chains", "--once", stdout=StringIO())
+        return [r.path for r in server.requests[before:] if r.path.startswith("/tx/")]
+
+    intent = btc_intent()
+    cron_run()  # the first pass polls every address and remembers the mempool
+    strangers = [chain.pay("bc1qsomeoneelse0000000000000000000000000", 10_000) for _ in range(3)]
+    assert sorted(cron_run()) == sorted(f"/tx/{txid}" for txid in strangers)
+
+    ours = chain.pay(intent.address, intent.amount_units)
+    assert cron_run() == [f"/tx/{ours}"]  # only the new one
+    assert cron_run() == []
+    assert status(intent) == IntentStatus.DETECTED
+    memory = MempoolMemory.objects.get(network="bitcoin")
+    assert len(bytes(memory.seen)) == 4 * 8  # the four still in the mempool
+
+    chain.mine(at=clock.now())
+    cron_run()
+    assert bytes(MempoolMemory.objects.get(network="bitcoin").seen) == b""  # mined: forgotten
+
+
+def test_another_api_starts_with_an_empty_mempool_memory(configured, fresh_rates, server, chain):
+    from kernodeck.payments.chains.adapters import adapter_for
+    from kernodeck.payments.watching.blocks import mempool_memory
+
+    btc_intent()
+    watching.watch_network("bitcoin")
+    chain.pay("bc1qsomeoneelse0000000000000000000000000", 10_000)
+    watching.watch_network("bitcoin")
+    seen, since = mempool_memory("bitcoin", adapter_for("bitcoin"))
+    assert len(seen) == 1 and since is not None
+
+    configured.KERNODECK_BITCOIN_ESPLORA_URL = server.url + "/elsewhere"
+    seen, since = mempool_memory("bitcoin", adapter_for("bitcoin"))
+    assert len(seen) == 0 and since is None

@@ -309,31 +309,38 @@ def test_the_migration_caps_an_absurd_amount_stored_before_the_limit(configured,
     assert client.get(reverse("payments:detail", args=[intent.pk])).status_code == 200
 
 
+@pytest.mark.django_db(transaction=True)  # each network's pass runs on a thread of its own
 def test_the_long_running_watcher_survives_a_pass_that_fails(configured, monkeypatch, caplog):
+    import threading
+
     from kernodeck.payments.management.commands import watch_chains
 
+    configured.KERNODECK_BITCOIN_ESPLORA_URL = "http://127.0.0.1:9/api"  # never asked here
     passes = []
 
-    def watch_all():
-        passes.append(len(passes))
+    def watch_network_isolated(network):
+        passes.append(network)
         if len(passes) == 1:
             raise ConnectionError("database restarting")
-        return [{"network": "bitcoin", "watched": 0, "transfers": 0}]
+        return {"network": network, "watched": 0, "transfers": 0}
 
     class Stop(Exception):
         pass
 
     def sleep(seconds):
-        if len(passes) == 2:
+        for thread in threading.enumerate():  # the passes this loop started have ended
+            if thread.name.startswith("watch-"):
+                thread.join(5)
+        if len(passes) >= 2:
             raise Stop
 
-    monkeypatch.setattr(watching, "watch_all", watch_all)
+    monkeypatch.setattr(watching, "watch_network_isolated", watch_network_isolated)
     monkeypatch.setattr(watch_chains.time, "sleep", sleep)
     out = StringIO()
     with pytest.raises(Stop), caplog.at_level(logging.ERROR):
         call_command("watch_chains", stdout=out)
 
-    assert passes == [0, 1]
+    assert passes == ["bitcoin", "bitcoin"]
     # The networks it contacts are named once, before the first pass.
     assert out.getvalue().splitlines()[5:] == ["network=bitcoin watched=0 transfers=0"]
     assert any(r.exc_info and r.exc_info[0] is ConnectionError for r in caplog.records)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from kernodeck.core import clock
 from kernodeck.payments import watching
-from kernodeck.payments.models import PaymentIntent, Rate, Transfer
+from kernodeck.payments.models import MempoolMemory, PaymentIntent, Rate, Transfer
 from tests.loopback import LoopbackServer
 from tests.payments.esplora_chain import EsploraChain
 from tests.payments.test_watching import btc_intent
@@ -47,7 +47,8 @@ def play(story, *, block_scan: bool, settings_, start) -> dict:
     write is rolled back, so the second run starts from the same database (and gets the
     same addresses)."""
     settings_.KERNODECK_WATCH_BLOCK_SCAN = block_scan
-    cache.clear()  # the block scan's memory of the mempool
+    cache.clear()  # the throttles' counts of the instructions made by the previous run
+    MempoolMemory.objects.all().delete()  # the block scan's memory of the mempool
     clock.freeze(start)
     with LoopbackServer() as server, transaction.atomic():
         settings_.KERNODECK_BITCOIN_ESPLORA_URL = server.url

@@ -161,3 +161,29 @@ def test_a_late_payment_is_still_caught_on_the_late_poll(configured, fresh_rates
     clock.freeze(clock.now() + timedelta(minutes=5))
     watching.watch_network("bitcoin")
     assert PaymentIntent.objects.get(pk=intent.pk).status == IntentStatus.LATE
+
+
+def test_the_same_transfer_twice_in_one_answer_is_stored_and_counted_once(configured, fresh_rates):
+    from kernodeck.payments.chains.base import ObservedTransfer
+
+    intent = btc_intent()
+    seen = ObservedTransfer(
+        network="bitcoin",
+        txid="cd" * 32,
+        index=1,
+        address=intent.address,
+        asset="BTC",
+        amount_base=intent.amount_units,
+        confirmations=0,
+    )
+
+    touched = watching.transfers_store("bitcoin", [seen, seen], [intent])
+    watching.intents_reconcile(
+        "bitcoin", watching.intents_load("bitcoin", touched).values(), now=clock.now()
+    )
+
+    assert Transfer.objects.count() == 1
+    assert AuditEvent.objects.filter(action="payment.transfer_seen").count() == 1
+    intent.refresh_from_db()
+    assert intent.status == IntentStatus.DETECTED
+    assert int(intent.received_base) == intent.amount_units  # not twice: not overpaid

@@ -16,8 +16,19 @@ Numbers with a fraction or exponent parse as Decimal, never float; integers stay
 An answer larger than MAX_BODY_BYTES (after decompression) or nested deeper than MAX_DEPTH
 is refused as a ChainError at once: no chain API answers that, and neither may exhaust the
 watcher's memory or stack.
-`timeout` bounds connecting and each read. Pass `client` (from new_client()) to reuse
+`timeout` bounds each attempt's whole answer, not each read: an API that drips one byte
+every half second fails the attempt once `timeout` seconds have passed since it began
+(the clock is read after every chunk; a read that blocks waits at most what is left, so an
+attempt never lasts more than twice `timeout`). Pass `client` (from new_client()) to reuse
 connections across the calls of one scan; without it each call opens and closes its own.
+
+    pass_deadline(seconds)  (a context manager)
+
+bounds every call made inside it, on its thread and on the threads each_concurrently
+starts, by one deadline for them all (a network's pass: watching.watch_network_isolated):
+an attempt gets at most what is left of it, no retry waits past it, and a call made after
+it fails at once (ChainError), so a slow or hung API holds its own network's pass at most
+that long. Nested deadlines keep the earlier one.
 Error messages name the host only: RPC URLs often carry an API key in the path or query.
 
     each_concurrently(fetch, items, *, workers) -> list  (fetch(item) for each, in order)
@@ -27,9 +38,11 @@ runs an adapter's per-address requests on at most `workers` threads sharing one 
 is cancelled.
 """
 
+import contextlib
+import contextvars
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
@@ -51,6 +64,33 @@ DEFAULT_TIMEOUT = 10.0
 RPC_CALLER_ERRORS = frozenset({-32700, -32600, -32601, -32602})
 
 Sleep = Callable[[float], None]
+
+# time.monotonic() past which no call of the current pass may run (None: no pass deadline).
+_PASS_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "chain_pass_deadline", default=None
+)
+
+
+class DeadlinePassed(ChainError):
+    """The pass's deadline came before this call could be (fully) answered."""
+
+
+@contextlib.contextmanager
+def pass_deadline(seconds: float) -> Iterator[None]:
+    """Every call inside (on this thread and each_concurrently's) ends `seconds` from now."""
+    deadline = time.monotonic() + seconds
+    outer = _PASS_DEADLINE.get()
+    token = _PASS_DEADLINE.set(deadline if outer is None else min(outer, deadline))
+    try:
+        yield
+    finally:
+        _PASS_DEADLINE.reset(token)
+
+
+def _pass_left() -> float | None:
+    """Seconds left before the pass's deadline (None without one; 0 or less once passed)."""
+    deadline = _PASS_DEADLINE.get()
+    return None if deadline is None else deadline - time.monotonic()
 
 
 class _Transient(Exception):
@@ -78,7 +118,8 @@ def each_concurrently(fetch: Callable[[Any], Any], items: Sequence, *, workers: 
     with ThreadPoolExecutor(
         max_workers=min(workers, len(items)), thread_name_prefix="chain-fetch"
     ) as pool:
-        futures = [pool.submit(fetch, item) for item in items]
+        # Each call runs in a copy of this context: the pass's deadline goes with it.
+        futures = [pool.submit(contextvars.copy_context().run, fetch, item) for item in items]
         try:
             return [future.result() for future in futures]
         except BaseException:
@@ -202,17 +243,27 @@ def _with_retries(
     host = _host(url)
     delay = BACKOFF
     for attempt in range(1, ATTEMPTS + 1):
+        left = _pass_left()
+        if left is not None and left <= 0:
+            raise DeadlinePassed(f"{host}: the pass's deadline has passed; not asked")
+        bound = timeout if left is None else min(timeout, left)
         try:
-            response = _send(method, url, request, timeout=timeout, client=client)
+            response = _send(method, url, request, timeout=bound, client=client)
             _check_status(response)
             return parse(response)
         except _Transient as failure:
+            left = _pass_left()
+            if left is not None and left <= 0:
+                raise DeadlinePassed(f"{host}: {failure}; the pass's deadline came") from failure
             if attempt == ATTEMPTS:
                 message = f"{host}: {failure} (gave up after {ATTEMPTS} attempts)"
                 raise ChainError(message) from failure
             if failure.wait is not None and failure.wait > MAX_RETRY_AFTER:
                 raise ChainError(f"{host}: {failure}") from failure
-            sleep(failure.wait if failure.wait is not None else delay)
+            wait = failure.wait if failure.wait is not None else delay
+            if left is not None and wait >= left:
+                raise DeadlinePassed(f"{host}: {failure}; no time left to retry") from failure
+            sleep(wait)
             delay *= 2
         except ChainError as failure:
             raise ChainError(f"{host}: {failure}") from failure
@@ -228,7 +279,7 @@ def _send(
         with new_client() as own:
             return _read_bounded(own, method, url, request, timeout)
     except httpx.TimeoutException as error:
-        raise _Transient(f"timed out after {timeout} s ({type(error).__name__})") from error
+        raise _Transient(f"timed out after {timeout:.3g} s ({type(error).__name__})") from error
     except httpx.UnsupportedProtocol as error:
         raise ChainError(f"the configured API URL is not http(s): {error}") from error
     except httpx.HTTPError as error:
@@ -240,8 +291,10 @@ def _send(
 def _read_bounded(
     client: httpx.Client, method: str, url: str, request: dict, timeout: float
 ) -> httpx.Response:
-    """Send and read the (decoded) body, stopping past MAX_BODY_BYTES: a huge or
-    decompression-bomb answer costs at most that much memory."""
+    """Send and read the (decoded) body, stopping past MAX_BODY_BYTES (a huge or
+    decompression-bomb answer costs at most that much memory) and once `timeout` seconds
+    have passed since sending (an answer dripped slowly is no answer)."""
+    deadline = time.monotonic() + timeout
     sent = client.build_request(method, url, timeout=httpx.Timeout(timeout), **request)
     response = client.send(sent, stream=True)
     try:
@@ -250,6 +303,10 @@ def _read_bounded(
             body += chunk
             if len(body) > MAX_BODY_BYTES:
                 raise ChainError(f"answer is larger than {MAX_BODY_BYTES} bytes")
+            if time.monotonic() > deadline:
+                raise _Transient(
+                    f"the whole answer took longer than {timeout:.3g} s ({len(body)} bytes read)"
+                )
     finally:
         response.close()
     # The body is already decoded: the copy must not announce an encoding or a length.

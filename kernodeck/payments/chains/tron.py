@@ -11,10 +11,13 @@ longer be reversed (POST /walletsolidity/getnowblock); then, per address, its in
   the contract in base58 and the amount as a decimal string, but no block number and no log
   index. Each transaction is looked up once (POST /wallet/gettransactioninfobyid) for its
   block number, its result (`failed` unless receipt.result is "SUCCESS") and its event logs:
-  the index of a transfer is the position of its Transfer event among the transaction's logs
-  (0 for a plain USDT transfer), unique within the transaction even when it pays two of our
-  addresses. A transaction the node does not know yet is skipped until a later scan, so an
-  index is never guessed. The configured USDT contract gives "USDT", any other "TOKEN".
+  what is recorded is each Transfer event to the address of a listed contract and amount, at
+  its log index (its position among the transaction's logs: 0 for a plain USDT transfer), so
+  a transfer is identified as the chain identifies it, the same event listed twice is one
+  transfer, and an item no event confirms is no money. A reverted transaction has no logs:
+  each distinct (contract, amount) it lists is recorded once, failed, at an index past its
+  logs. A transaction the node does not know yet is skipped until a later scan, so an index
+  is never guessed. The configured USDT contract gives "USDT", any other "TOKEN".
 Lists come newest first, 200 a page, following `meta.fingerprint` (never `links.next`, which
 names api.trongrid.io whatever the base URL) for at most MAX_PAGES pages. Zero-amount
 transfers (address-poisoning spam) are skipped. `cursor` is not used.
@@ -250,17 +253,21 @@ class _Scan:
             height = json_int(info.get("blockNumber"), f"tron: blockNumber of {txid}")
             receipt = info.get("receipt")
             result = receipt.get("result") if isinstance(receipt, dict) else None
-            events = _transfer_events(info)
-            logs = info.get("log")
-            # A failed transaction has no events: its transfers are numbered after any log.
-            unmatched = len(logs) if isinstance(logs, list) else 0
-            for item, contract, amount in listed:
-                wanted = (contract, address, amount)
-                index = next((i for i, event in events.items() if event == wanted), None)
-                if index is None:
-                    index, unmatched = unmatched, unmatched + 1
-                else:
-                    del events[index]
+            timestamp = listed[0][0].get("block_timestamp", info.get("blockTimeStamp"))
+            if result != "SUCCESS":
+                self._failed_tokens(txid, listed, address, height, timestamp, info)
+                continue
+            # The chain's word, not the list's: every Transfer event of the transaction to
+            # `address` of a listed (contract, amount), at its own log index. An item listed
+            # twice names the same event and is recorded once; an item no event confirms
+            # is not money (and is logged).
+            wanted = {(contract, address, amount) for _item, contract, amount in listed}
+            confirmed = set()
+            for index, event in _transfer_events(info).items():
+                if event not in wanted:
+                    continue
+                confirmed.add(event)
+                contract, _to, amount = event
                 self._add(
                     txid,
                     index,
@@ -268,10 +275,32 @@ class _Scan:
                     "USDT" if contract == self.adapter.usdt_contract else "TOKEN",
                     amount,
                     height,
-                    item.get("block_timestamp", info.get("blockTimeStamp")),
+                    timestamp,
                     contract,
-                    failed=result != "SUCCESS",
+                    failed=False,
                 )
+            if wanted - confirmed:
+                logger.warning("tron: %s lists a TRC-20 transfer its logs do not show", txid)
+
+    def _failed_tokens(self, txid, listed, address, height, timestamp, info) -> None:
+        """A reverted transaction has no event logs: each distinct (contract, amount) listed
+        is recorded once as failed (never credited, shown so that the payer is told), at
+        an index past the logs in a fixed order, so that listing it again changes nothing."""
+        logs = info.get("log")
+        after = len(logs) if isinstance(logs, list) else 0
+        distinct = sorted({(contract, amount) for _item, contract, amount in listed})
+        for rank, (contract, amount) in enumerate(distinct):
+            self._add(
+                txid,
+                after + rank,
+                address,
+                "USDT" if contract == self.adapter.usdt_contract else "TOKEN",
+                amount,
+                height,
+                timestamp,
+                contract,
+                failed=True,
+            )
 
     def _credible(self, item: dict, contract: str, amount: int) -> bool:
         """False for an unknown token's amount beyond the column: anyone can emit such a

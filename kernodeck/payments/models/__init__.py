@@ -22,6 +22,7 @@ from kernodeck.payments.models.transfers import (
     REVIEW_TRANSFER_CASES,
     TRANSFER_AMOUNT_MAX,
     ChainState,
+    MempoolMemory,
     Transfer,
     TransferKind,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "ChainState",
     "ClosedReason",
     "IntentStatus",
+    "MempoolMemory",
     "PaymentIntent",
     "PaymentMethod",
     "Purpose",

@@ -30,11 +30,13 @@ applying do) replaces it for every pass.
 import logging
 import time
 
+from django.conf import settings
 from django.db.models import Q
 
 from kernodeck.core import clock
 from kernodeck.observability import recording
 from kernodeck.payments.chains.adapters import adapter_for, configured_networks
+from kernodeck.payments.chains.http import pass_deadline
 from kernodeck.payments.models import ChainState, IntentStatus, PaymentIntent, Transfer
 from kernodeck.payments.watching.blocks import block_scanning, blocks_scan
 from kernodeck.payments.watching.reconciling import (
@@ -174,9 +176,12 @@ def payment_intents_expire() -> int:
 
 
 def watch_network_isolated(network: str) -> dict:
-    """watch_network_guarded, timed and counted for /metrics."""
+    """watch_network_guarded within the pass's deadline (KERNODECK_WATCH_PASS_DEADLINE: the
+    chain API's requests of this pass, all together, end by then; a pass past it fails as
+    this network's error), timed and counted for /metrics."""
     started = time.monotonic()
-    report = watch_network_guarded(network)
+    with pass_deadline(settings.KERNODECK_WATCH_PASS_DEADLINE):
+        report = watch_network_guarded(network)
     if "skipped" not in report:
         recording.watcher_pass_observe(
             network=network, seconds=time.monotonic() - started, failed="error" in report
@@ -204,8 +209,10 @@ def watch_network_guarded(network: str) -> dict:
 
 
 def watch_all() -> list[dict]:
-    """One pass of every configured watcher, then expiry of what nothing paid. A network
-    that fails, however it fails, stops neither the next networks nor the expiry."""
+    """One pass of every configured watcher, one after another, then expiry of what nothing
+    paid. A network that fails, however it fails, stops neither the next networks nor the
+    expiry, and one that is slow holds them at most its pass deadline. The workers' tasks
+    and the `watch_chains` command run each network on its own instead (tasks.py)."""
     reports = [watch_network_isolated(network) for network in configured_networks()]
     try:
         payment_intents_expire()

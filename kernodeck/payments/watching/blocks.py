@@ -11,7 +11,6 @@ import hashlib
 import logging
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db.models import F, Q, Value
 
 from kernodeck.core import clock
@@ -22,7 +21,7 @@ from kernodeck.payments.chains.base import (
     checked_scan,
     scan_checked,
 )
-from kernodeck.payments.models import PaymentIntent, Transfer
+from kernodeck.payments.models import MempoolMemory, PaymentIntent, Transfer
 from kernodeck.payments.watching.scanning import (
     Observed,
     _health_record,
@@ -49,9 +48,44 @@ def block_scanning(network: str, adapter) -> bool:
     return settings.KERNODECK_WATCH_BLOCK_SCAN and hasattr(adapter, "scan_blocks")
 
 
-def _mempool_memory_key(network: str, adapter) -> str:
-    digest = hashlib.sha256(adapter.base_url.encode()).hexdigest()[:16]
-    return f"kernodeck:watcher:mempool:{network}:{digest}"
+SEEN_PREFIX = 8  # bytes of each txid kept in MempoolMemory.seen
+
+
+def _mempool_source(adapter) -> str:
+    return hashlib.sha256(adapter.base_url.encode()).hexdigest()[:16]
+
+
+class SeenTxids:
+    """The mempool transactions an earlier pass read, from MempoolMemory.seen: `txid in
+    seen` compares the txid's first SEEN_PREFIX bytes."""
+
+    def __init__(self, packed: bytes = b""):
+        self.prefixes = {
+            packed[at : at + SEEN_PREFIX] for at in range(0, len(packed), SEEN_PREFIX)
+        }
+
+    def __contains__(self, txid) -> bool:
+        return isinstance(txid, str) and _prefix(txid) in self.prefixes
+
+    def __len__(self) -> int:
+        return len(self.prefixes)
+
+    @staticmethod
+    def pack(txids) -> bytes:
+        return b"".join(sorted({_prefix(txid) for txid in txids}))
+
+
+def _prefix(txid: str) -> bytes:
+    return bytes.fromhex(txid[: SEEN_PREFIX * 2])
+
+
+def mempool_memory(network: str, adapter) -> tuple[SeenTxids, object]:
+    """What the last block scan of `network` through this API read of the mempool, and when
+    that pass began (None when there is no such memory)."""
+    memory = MempoolMemory.objects.filter(network=network, source=_mempool_source(adapter)).first()
+    if memory is None:
+        return SeenTxids(), None
+    return SeenTxids(bytes(memory.seen)), memory.loaded_at
 
 
 def blocks_scan(network: str, adapter, state, *, now) -> Observed | dict:
@@ -60,11 +94,10 @@ def blocks_scan(network: str, adapter, state, *, now) -> Observed | dict:
     addresses: the cost follows the blocks, not the intents); every address polled once
     instead when the scan cannot follow (first scan, a deep reorg, a long outage, a flood
     of mempool transactions, an API without the block endpoints). The mempool
-    transactions already read are remembered in the cache once the pass applied what
-    it saw (losing them only costs reading them again); a dict report when the chain
-    failed (its error is recorded)."""
-    memory_key = _mempool_memory_key(network, adapter)
-    memory = cache.get(memory_key) or {}
+    transactions already read are remembered in the database (MempoolMemory) once the
+    pass applied what it saw, so a pass from cron reads only the new ones too; a dict
+    report when the chain failed (its error is recorded)."""
+    examined, since = mempool_memory(network, adapter)
     paid: dict = {}  # address -> watched row, for the addresses the scan found paid
 
     def watched(addresses: set[str]) -> list[str]:
@@ -77,7 +110,7 @@ def blocks_scan(network: str, adapter, state, *, now) -> Observed | dict:
         scan = adapter.scan_blocks(
             watched,
             blocks=state.scanned_blocks if state else [],
-            examined=memory.get("examined", frozenset()),
+            examined=examined,
         )
         targets = [WatchTarget(address) for address in paid]
         scan = checked_scan(adapter, targets, scan)
@@ -94,7 +127,6 @@ def blocks_scan(network: str, adapter, state, *, now) -> Observed | dict:
             # A mempool transaction read by an earlier pass before an intent existed was
             # matched against the addresses of that pass only: poll the intents created
             # since (cost follows new intents, not open ones).
-            since = memory.get("loaded_at")
             if since is not None:
                 newer = watched_rows(network, now=now, created_after=since)
             polled = scan_checked(adapter, watch_targets(network, newer)) if newer else None
@@ -135,13 +167,22 @@ def blocks_scan(network: str, adapter, state, *, now) -> Observed | dict:
             "polled": len(targets) if fallback else len(newer),
             "transfers": len(observed),
         },
-        remember=None if scan is None else lambda: _mempool_remember(memory_key, scan, now),
+        remember=None if scan is None else lambda: _mempool_remember(network, adapter, scan, now),
     )
 
 
-def _mempool_remember(memory_key: str, scan, now) -> None:
-    """The mempool transactions this scan read, so the next one does not read them again."""
-    cache.set(memory_key, {"examined": scan.examined, "loaded_at": now}, 3600)
+def _mempool_remember(network: str, adapter, scan, now) -> None:
+    """The mempool transactions this scan read, so the next one (in this process or
+    another: cron's `watch_chains --once`) does not read them again. Only those still in
+    the mempool are kept, so the memory follows the mempool's size, not the chain's age."""
+    fields = {
+        "source": _mempool_source(adapter),
+        "seen": SeenTxids.pack(scan.examined),
+        "loaded_at": now,
+    }
+    # One statement on every pass but the first (this network's passes never overlap).
+    if not MempoolMemory.objects.filter(network=network).update(**fields):
+        MempoolMemory.objects.create(network=network, **fields)
 
 
 def _transfers_follow_chain(network: str, scan, seen_keys: set) -> set:

@@ -4,7 +4,16 @@ from decimal import Decimal
 import pytest
 
 from kernodeck.payments.chains.base import ChainError
-from kernodeck.payments.chains.http import get_json, get_text, new_client, post_json, rpc_call
+from kernodeck.payments.chains.http import (
+    DeadlinePassed,
+    each_concurrently,
+    get_json,
+    get_text,
+    new_client,
+    pass_deadline,
+    post_json,
+    rpc_call,
+)
 from tests.loopback import Reply
 
 
@@ -258,3 +267,61 @@ def test_a_url_that_is_no_url_fails_at_once(sleeps):
         get_json("ftp://x/v", sleep=sleeps.append)
 
     assert sleeps == []
+
+
+# -- deadlines: a whole answer, and a whole pass ---------------------------------------------
+
+
+def test_an_answer_dripped_a_byte_at_a_time_fails_once_the_whole_answer_is_late(loopback, sleeps):
+    # Every read is answered within the timeout (a byte every 0.1 s); the whole of the 60
+    # bytes would take 6 s, beyond the 0.3 s the answer may take.
+    loopback.route("GET", "/drip", Reply(json_body={"padding": "x" * 40}, drip=0.1))
+
+    with pytest.raises(ChainError, match=r"whole answer took longer than 0\.3 s.*3 attempts"):
+        get_json(f"{loopback.url}/drip", timeout=0.3, sleep=sleeps.append)
+
+    assert len(loopback.requests) == 3
+    assert sleeps == [0.5, 1.0]
+
+
+def test_a_dripped_answer_that_ends_in_time_is_read(loopback, sleeps):
+    loopback.route("GET", "/drip", Reply(json_body=7, drip=0.01))
+
+    assert get_json(f"{loopback.url}/drip", timeout=5, sleep=sleeps.append) == 7
+
+
+def test_the_pass_deadline_ends_a_call_and_refuses_the_next_without_asking(loopback, sleeps):
+    loopback.route("GET", "/drip", Reply(json_body={"padding": "x" * 40}, drip=0.1))
+    loopback.route("GET", "/quick", json_body=1)
+
+    with pass_deadline(0.3):
+        # The call's own timeout (10 s) is not what ends it: the pass's 0.3 s are, and no
+        # attempt is made after them.
+        with pytest.raises(DeadlinePassed, match=r"whole answer took longer than 0\.3 s"):
+            get_json(f"{loopback.url}/drip", sleep=sleeps.append)
+        with pytest.raises(DeadlinePassed, match="not asked"):
+            get_json(f"{loopback.url}/quick", sleep=sleeps.append)
+
+    assert [request.path for request in loopback.requests] == ["/drip"]
+    assert sleeps == []
+    # Outside the pass, calls have their own timeout again.
+    assert get_json(f"{loopback.url}/quick", sleep=sleeps.append) == 1
+
+
+def test_no_retry_waits_past_the_pass_deadline(loopback, sleeps):
+    loopback.route("GET", "/busy", Reply(status=503))
+
+    with pass_deadline(0.4), pytest.raises(DeadlinePassed, match="no time left to retry"):
+        get_json(f"{loopback.url}/busy", sleep=sleeps.append)  # the backoff is 0.5 s
+
+    assert len(loopback.requests) == 1 and sleeps == []
+
+
+def test_the_pass_deadline_reaches_the_concurrent_calls(loopback, sleeps):
+    loopback.route("GET", "/drip", Reply(json_body={"padding": "x" * 40}, drip=0.1))
+
+    def fetch(_item):
+        return get_json(f"{loopback.url}/drip", sleep=sleeps.append)
+
+    with pass_deadline(0.3), pytest.raises(DeadlinePassed):
+        each_concurrently(fetch, [1, 2, 3], workers=3)

@@ -477,3 +477,25 @@ def test_a_signature_list_of_the_wrong_shape_is_a_chain_error(loopback, sleeps):
 
     with pytest.raises(ChainError, match="not a signature list"):
         adapter(loopback, sleeps).scan([WatchTarget(RECIPIENT, REFERENCE)])
+
+
+def test_the_same_signature_listed_twice_is_one_transfer_read_once(loopback, sleeps):
+    signature = "sigd111111111111111111111111111111111111111111111111111111111111"
+    entry = signature_entry(signature, 1000, status="finalized")
+    node = FakeNode(
+        slot=1010,
+        # Listed twice in one answer, and once more under the bare recipient.
+        signatures={REFERENCE: [entry, dict(entry)], RECIPIENT: [dict(entry)]},
+        transactions={signature: payment(2_000_000, 1000, at=1_767_225_600)},
+    )
+    loopback.route("POST", "/", handler=node)
+
+    targets = [WatchTarget(RECIPIENT, REFERENCE), WatchTarget(RECIPIENT)]
+    result = adapter(loopback, sleeps).scan(targets)
+
+    assert [(t.txid, t.index, t.amount_base, t.reference) for t in result.transfers] == [
+        (signature, 0, 2_000_000, REFERENCE)
+    ]
+    assert [params[0] for method, params in node.calls if method == "getTransaction"] == [
+        signature
+    ]

@@ -273,6 +273,48 @@ def test_one_transaction_paying_two_of_our_addresses_gets_two_indexes(loopback, 
     assert len(grid.requests_to("/wallet/gettransactioninfobyid")) == 1  # read once
 
 
+def test_a_trc20_transfer_listed_twice_is_one_transfer_at_its_log_index(loopback, sleeps, grid):
+    # TronGrid lists the same transfer twice in one answer: the event log holds it once.
+    grid.history(OURS, trc20=[trc20_item(txid(1), value="5"), trc20_item(txid(1), value="5")])
+    grid.infos[txid(1)] = tx_info(
+        txid(1), TRX_HEIGHT, events=[(LOOKALIKE, OURS, 9), (USDT, OURS, 5)]
+    )
+
+    result = adapter(loopback, sleeps).scan([WatchTarget(OURS)])
+
+    assert [(t.txid, t.index, t.asset, t.amount_base) for t in result.transfers] == [
+        (txid(1), 1, "USDT", 5)
+    ]
+
+
+def test_two_equal_transfers_in_one_transaction_are_two_whatever_the_list_says(
+    loopback, sleeps, grid
+):
+    grid.history(OURS, trc20=[trc20_item(txid(1), value="5")])  # listed once
+    grid.infos[txid(1)] = tx_info(txid(1), TRX_HEIGHT, events=[(USDT, OURS, 5), (USDT, OURS, 5)])
+
+    result = adapter(loopback, sleeps).scan([WatchTarget(OURS)])
+
+    assert [(t.index, t.amount_base) for t in result.transfers] == [(0, 5), (1, 5)]
+
+
+def test_a_listed_transfer_no_event_confirms_is_no_money(loopback, sleeps, grid, caplog):
+    grid.history(OURS, trc20=[trc20_item(txid(1), value="5")])
+    grid.infos[txid(1)] = tx_info(txid(1), TRX_HEIGHT, events=[(USDT, OURS_TOO, 5)])
+
+    assert adapter(loopback, sleeps).scan([WatchTarget(OURS)]).transfers == []
+    assert "logs do not show" in caplog.text
+
+
+def test_a_reverted_transfer_listed_twice_is_recorded_once(loopback, sleeps, grid):
+    grid.history(OURS, trc20=[trc20_item(txid(1)), trc20_item(txid(1))])
+    grid.infos[txid(1)] = tx_info(txid(1), TRX_HEIGHT, events=[], result="REVERT")
+
+    [transfer] = adapter(loopback, sleeps).scan([WatchTarget(OURS)]).transfers
+
+    assert (transfer.index, transfer.failed) == (0, True)
+
+
 def test_a_reverted_token_transfer_is_reported_failed(loopback, sleeps, grid):
     grid.history(OURS, trc20=[trc20_item(txid(1))])
     grid.infos[txid(1)] = tx_info(txid(1), TRX_HEIGHT, events=[], result="REVERT")
