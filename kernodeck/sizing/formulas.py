@@ -36,8 +36,10 @@ Formulas and where they come from
   With full recomputation (gradient checkpointing) only each layer's input is kept, plus one
   layer being recomputed. The loss adds the logits (batch x sequence x vocabulary) in 16 bits
   plus an fp32 copy and its gradient.
-- Inference activations are transient: one layer's intermediate tensors at a time for the
-  whole prompt, plus the last position's logits in fp32.
+- Inference activations are transient: one block's live intermediates at a time for the
+  whole prompt (no-grad: the residual stream, the normalised input and, in a gated MLP, the
+  activation, up projection and their product; see `inference_transient_bytes_per_token`),
+  plus the last position's logits in fp32.
 - Three figures per GPU, because published peaks use all three: `allocated` is the peak of
   live tensors (what `torch.cuda.max_memory_allocated` reports); `reserved` adds what the
   caching allocator holds beyond them (`max_memory_reserved`), counted as 5 % of the tensors
@@ -247,10 +249,27 @@ def training_activation_bytes(arch: Architecture, w: Workload) -> float:
     return blocks + logits
 
 
+def inference_transient_bytes_per_token(arch: Architecture, precision: str) -> float:
+    """What one block holds at once per token during a no-grad forward pass.
+
+    Nothing is kept for backward, so each intermediate is freed as soon as the next one
+    exists. The residual stream and the normalised input stay alive through the block; in
+    the MLP the activation, the up projection and their product are alive together (a gated
+    MLP; a plain one holds its two hidden tensors), in attention Q, K and V, their rotated
+    copies and the output. The larger of the two is the block's peak.
+    """
+    h, i = arch.hidden_size, arch.intermediate_size
+    q = arch.attention_heads * arch.head_dim
+    kv = arch.kv_heads * arch.head_dim
+    mlp = 2 * h + (3 if arch.gated_mlp else 2) * i
+    attention = 2 * h + 3 * q + 3 * kv
+    return compute_bytes(precision) * max(mlp, attention)
+
+
 def inference_activation_bytes(arch: Architecture, w: Workload) -> float:
     """The largest transient set during prefill: one block's tensors for the whole prompt."""
     tokens = w.batch_size * w.prefill_tokens()
-    layer = layer_activation_bytes_per_token(arch, w.precision)
+    layer = inference_transient_bytes_per_token(arch, w.precision)
     logits = w.batch_size * logit_width(arch, w)[0] * 4.0
     scores = eager_score_bytes(arch, w, training=False)
     return tokens * layer + logits + (scores if w.resolved("attention") == "eager" else 0.0)
