@@ -75,6 +75,7 @@ class SizingIn(InputSchema):
     attention: Literal["eager", "sdpa", "flash"] | None = None
     lora_rank: _count(4096) | None = None
     lora_targets: Annotated[str, Field(max_length=200)] | None = None
+    lora_dropout: Annotated[bool, Field(strict=True)] | None = None
     master_weights: Annotated[bool, Field(strict=True)] | None = None
     optimizer_states: Literal["fp32", "bf16", "8bit"] | None = None
     head: Literal["lm", "classification"] | None = None

@@ -121,6 +121,15 @@ class SizingForm(forms.Form):
         ],
         required=False,
     )
+    lora_dropout = forms.ChoiceField(
+        label=_("LoRA dropout (training)"),
+        choices=[
+            ("", _("Not said (no dropout)")),
+            ("yes", _("Yes")),
+            ("no", _("No")),
+        ],
+        required=False,
+    )
     master_weights = forms.ChoiceField(
         label=_("fp32 master weights (training)"),
         choices=[
@@ -165,6 +174,7 @@ class SizingForm(forms.Form):
         "gradient_checkpointing",
         "lora_rank",
         "lora_targets",
+        "lora_dropout",
         "master_weights",
         "optimizer_states",
     )
@@ -203,6 +213,8 @@ class SizingForm(forms.Form):
             values[name] = self.cleaned_data.get(name)
         master = self.cleaned_data.get("master_weights")
         values["master_weights"] = {"yes": True, "no": False}.get(master)
+        dropout = self.cleaned_data.get("lora_dropout")
+        values["lora_dropout"] = {"yes": True, "no": False}.get(dropout)
         if values["mode"] == "training":
             values["prompt_length"] = values["new_tokens"] = None
         return values

@@ -232,6 +232,28 @@ def eager_score_bytes(arch: Architecture, w: Workload, *, training: bool) -> flo
     return pairs * (2 * unit if training else 2 * unit + 4.0)
 
 
+def lora_input_width(arch: Architecture, module: str) -> int:
+    """The width of the input a LoRA module reads (hidden, or the attention or MLP inner)."""
+    if module == "o_proj":
+        return arch.attention_heads * arch.head_dim
+    if module == "down_proj":
+        return arch.intermediate_size * arch.experts_per_token
+    if module == "gate_proj" and not arch.gated_mlp:
+        return 0
+    return arch.hidden_size * (arch.experts_per_token if module in ("gate_proj", "up_proj") else 1)
+
+
+def lora_dropout_bytes(arch: Architecture, w: Workload) -> float:
+    """With adapter dropout, each adapted module keeps its dropped-out input (compute
+    precision) and the 1-byte mask for backward, per token of every layer."""
+    if w.finetune == "full" or not w.resolved("lora_dropout"):
+        return 0.0
+    width = sum(lora_input_width(arch, name) for name in set(w.lora_modules()))
+    tokens = w.batch_size * w.sequence_length
+    layers = 1 if w.gradient_checkpointing else arch.layers
+    return tokens * layers * width * (compute_bytes(w.precision) + 1.0)
+
+
 def training_activation_bytes(arch: Architecture, w: Workload) -> float:
     tokens = w.batch_size * w.sequence_length
     unit = compute_bytes(w.precision)
@@ -246,7 +268,7 @@ def training_activation_bytes(arch: Architecture, w: Workload) -> float:
     width, every_position = logit_width(arch, w)
     positions = tokens if every_position else w.batch_size
     logits = positions * width * (unit + 8.0)
-    return blocks + logits
+    return blocks + logits + lora_dropout_bytes(arch, w)
 
 
 def inference_transient_bytes_per_token(arch: Architecture, precision: str) -> float:

@@ -12,6 +12,9 @@ matters, see `estimator.unstated_inputs`):
   (Korthikanti et al.'s 5*a*s/h term, without dropout); SDPA and flash do not.
 - `lora_rank` and `lora_targets` (attention: q, k, v, o; all_linear; or module names): the
   adapters are r x (in + out) per targeted matrix (Hu et al. 2021).
+- `lora_dropout`: True when the adapters use dropout (LitGPT's default 0.05; PEFT's
+  default is none): each adapted module keeps its dropped-out input and its mask for
+  backward, one copy per module (PEFT applies the dropout inside every LoRA layer).
 - `master_weights`: False for stacks that train in pure bf16 without an fp32 master copy
   (torchtune's default full fine-tune recipes); `optimizer_states` fp32 | bf16 | 8bit: the
   bytes of each AdamW moment (4, 2 or 1; 8-bit after Dettmers et al. 2021).
@@ -129,6 +132,7 @@ class Workload:
     attention: str | None = None
     lora_rank: int | None = None
     lora_targets: str | None = None  # attention | all_linear | comma-separated module names
+    lora_dropout: bool | None = None
     master_weights: bool | None = None
     optimizer_states: str | None = None
     head: str | None = None
@@ -166,6 +170,7 @@ ASSUMED = {
     "attention": "sdpa",
     "lora_rank": LORA_RANK,
     "lora_targets": "all_linear",
+    "lora_dropout": False,
     "master_weights": True,
     "optimizer_states": "fp32",
     "head": "lm",
@@ -174,11 +179,13 @@ ASSUMED = {
 ALTERNATIVES = {
     "attention": "eager",
     "lora_rank": 64,
+    "lora_dropout": True,
     "master_weights": False,
     "optimizer_states": "bf16",
 }
 APPLIES = {
     "lora_rank": lambda w: w.mode == "training" and w.finetune != "full",
+    "lora_dropout": lambda w: w.mode == "training" and w.finetune != "full",
     "master_weights": lambda w: (
         w.mode == "training" and w.finetune == "full" and w.precision != "fp32"
     ),

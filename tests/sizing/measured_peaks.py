@@ -207,5 +207,136 @@ def _earlier_rows() -> list[Peak]:
     return rows
 
 
+# --- LitGPT config hub: fine-tuning on one A10G --------------------------------------------
+LITGPT_HUB_SOURCE = (
+    "https://github.com/Lightning-AI/litgpt/blob/03ffc5515b251fb7e3a461efd0e3c163e45b6b3b/"
+    "config_hub/finetune/README.md, column 'Peak memory' (LitGPT's finetune scripts print "
+    "torch.cuda.max_memory_allocated() / 1e9); the configs read at "
+    "config_hub/finetune/<model>/<method>.yaml"
+)
+LITGPT_HUB_CONDITIONS = (
+    "1 x A10G, precision bf16-true (weights, adapters, gradients and AdamW states all bf16, no "
+    "fp32 copy), Alpaca2k, max_seq_length 512 (assumed reached: the longest sample is cut "
+    "there), AdamW, no activation checkpointing, lora_dropout 0.05"
+)
+# config.json: TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T and meta-llama/Meta-Llama-3-8B.
+TINYLLAMA = Architecture(22, 2048, 5632, 32, 4, 64, 32000)
+LLAMA3_8B = Architecture(32, 4096, 14336, 32, 8, 128, 128256, parameters=8_030_261_248)
+# Held out: every Llama 3 8B row; fit: the TinyLlama and Llama 2 7B rows. Left out:
+# phi-3/full.yaml (17.01 GB for a 3.8B model with AdamW, less than its bf16 weights, gradients
+# and moments alone, 30.6 GB: the figure and the config cannot both be right).
+
+
+def _litgpt_hub_rows() -> list[Peak]:
+    from kernodeck.sizing.presets import PRESETS
+
+    llama2 = PRESETS["llama-2-7b"][1]
+    bf16_true = {"master_weights": False, "optimizer_states": "bf16", "lora_dropout": True}
+    q_v = {"lora_rank": 32, "lora_targets": "q_proj,v_proj"}
+    cases = [
+        (
+            "tiny-llama-full",
+            Workload(TINYLLAMA, mode="training", batch_size=4, sequence_length=512, **bf16_true),
+            14.10,
+            "tiny-llama/full.yaml at 089fc5c6: micro-batch 4",
+            FIT,
+        ),
+        (
+            "tiny-llama-lora",
+            Workload(
+                TINYLLAMA,
+                mode="training",
+                finetune="lora",
+                batch_size=8,
+                sequence_length=512,
+                lora_rank=32,
+                lora_targets="all_linear",
+                **bf16_true,
+            ),
+            13.50,
+            "tiny-llama/lora.yaml at 089fc5c6: micro-batch 8, r=32 on q, k, v, proj, MLP and "
+            "head (the head's 1.1 M adapter parameters are left out: lora_targets cannot say it)",
+            FIT,
+        ),
+        (
+            "llama-2-7b-lora",
+            Workload(
+                llama2,
+                mode="training",
+                finetune="lora",
+                batch_size=2,
+                sequence_length=512,
+                **q_v,
+                **bf16_true,
+            ),
+            19.77,
+            "llama-2-7b/lora.yaml: micro-batch 2, r=32 on query and value",
+            FIT,
+        ),
+        (
+            "llama-2-7b-qlora",
+            Workload(
+                llama2,
+                mode="training",
+                finetune="qlora",
+                precision="int4",
+                quantization="nf4",
+                batch_size=2,
+                sequence_length=512,
+                **q_v,
+                **bf16_true,
+            ),
+            13.68,
+            "llama-2-7b/qlora.yaml at 0077627d: bnb.nf4, micro-batch 2, r=32 on query and value",
+            FIT,
+        ),
+        (
+            "llama-3-8b-lora",
+            Workload(
+                LLAMA3_8B,
+                mode="training",
+                finetune="lora",
+                batch_size=1,
+                sequence_length=512,
+                **q_v,
+                **bf16_true,
+            ),
+            19.73,
+            "llama-3-8b/lora.yaml at 3352a7aa: micro-batch 1, r=32 on query and value",
+            HELD_OUT,
+        ),
+        (
+            "llama-3-8b-qlora",
+            Workload(
+                LLAMA3_8B,
+                mode="training",
+                finetune="qlora",
+                precision="int4",
+                quantization="nf4",
+                batch_size=2,
+                sequence_length=512,
+                **q_v,
+                **bf16_true,
+            ),
+            17.41,
+            "llama-3-8b/qlora.yaml at 0077627d: bnb.nf4, micro-batch 2, r=32 on query and value",
+            HELD_OUT,
+        ),
+    ]
+    return [
+        Peak(
+            key=f"litgpt-hub-{key}",
+            workload=workload,
+            measured=gb,
+            unit="GB",
+            figure="allocated",
+            source=LITGPT_HUB_SOURCE,
+            conditions=f"{config}; {LITGPT_HUB_CONDITIONS}",
+            split=split,
+        )
+        for key, workload, gb, config, split in cases
+    ]
+
+
 def peaks() -> list[Peak]:
-    return [*_qwen25_rows(), *_earlier_rows()]
+    return [*_qwen25_rows(), *_earlier_rows(), *_litgpt_hub_rows()]

