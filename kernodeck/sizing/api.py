@@ -42,6 +42,11 @@ class ArchitectureIn(InputSchema):
     gated_mlp: Annotated[bool, Field(strict=True)] = True
     tied_embeddings: Annotated[bool, Field(strict=True)] = False
     position_embeddings: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] = 0
+    sliding_window: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] = 0
+    sliding_layers: Annotated[int, Field(strict=True, ge=0, le=1024)] = 0
+    kv_lora_rank: Annotated[int, Field(strict=True, ge=0, le=131_072)] = 0
+    rope_head_dim: Annotated[int, Field(strict=True, ge=0, le=4096)] = 0
+    moe_intermediate_size: Annotated[int, Field(strict=True, ge=0, le=1_048_576)] = 0
 
 
 class SizingIn(InputSchema):
@@ -83,6 +88,7 @@ class SizingIn(InputSchema):
     prompt_length: _count(10_485_760) | None = None
     new_tokens: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] | None = None
     quantization: Literal["nf4", "nf4_dq", "gptq", "awq", "int8"] | None = None
+    kv_cache_dtype: Literal["fp32", "bf16", "fp16", "fp8", "int8"] | None = None
     days: Literal[3, 7, 30] = 7
 
 

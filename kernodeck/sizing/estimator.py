@@ -46,6 +46,7 @@ from kernodeck.sizing.workloads import (
     FINETUNES,
     FULL_TRAINING_PRECISIONS,
     HEADS,
+    KV_CACHE_DTYPES,
     LORA_MODULES,
     LORA_RANK,
     MAX_GPUS,
@@ -134,6 +135,15 @@ def validate(w: Workload) -> None:
         "experts": a.experts,
         "experts_per_token": a.experts_per_token,
     }
+    for name in ("sliding_window", "sliding_layers", "kv_lora_rank", "rope_head_dim"):
+        if getattr(a, name) < 0:
+            raise EstimateError("must be 0 or more.", field=name)
+    if a.moe_intermediate_size < 0:
+        raise EstimateError("must be 0 or more.", field="moe_intermediate_size")
+    if a.sliding_layers > a.layers:
+        raise EstimateError("cannot exceed layers.", field="sliding_layers")
+    if a.sliding_layers and not a.sliding_window:
+        raise EstimateError("give sliding_window with sliding_layers.", field="sliding_window")
     if a.position_embeddings < 0:
         raise EstimateError("must be 0 or more.", field="position_embeddings")
     for name, value in positive.items():
@@ -181,6 +191,8 @@ def validate(w: Workload) -> None:
         raise EstimateError("must be 0 or more.", field="new_tokens")
     if w.new_tokens is not None and w.prompt_length is None:
         raise EstimateError("give prompt_length with new_tokens.", field="prompt_length")
+    if w.kv_cache_dtype is not None and w.kv_cache_dtype not in KV_CACHE_DTYPES:
+        raise EstimateError("must be fp32, bf16, fp16, fp8 or int8.", field="kv_cache_dtype")
     if w.quantization is not None:
         if w.quantization not in QUANTIZATIONS:
             raise EstimateError("must be nf4, nf4_dq, gptq, awq or int8.", field="quantization")
@@ -229,7 +241,11 @@ def estimate(w: Workload) -> Estimate:
     ]
     if w.mode == "inference":
         total["kv_cache"] = kv_cache_bytes(
-            arch, batch_size=w.batch_size, tokens=w.cached_tokens(), precision=w.precision
+            arch,
+            batch_size=w.batch_size,
+            tokens=w.cached_tokens(),
+            precision=w.precision,
+            kv_cache_dtype=w.kv_cache_dtype,
         )
         total["activations"] = inference_activation_bytes(arch, w)
         notes.append(
@@ -238,8 +254,13 @@ def estimate(w: Workload) -> Estimate:
                 {
                     "batch": w.batch_size,
                     "tokens": w.cached_tokens(),
-                    "bits": int(8 * unit),
+                    "bits": int(
+                        8 * (PRECISION_BYTES[w.kv_cache_dtype] if w.kv_cache_dtype else unit)
+                    ),
                     "kv_heads": arch.kv_heads,
+                    "windowed": arch.windowed_layers(),
+                    "window": arch.sliding_window,
+                    "latent": arch.kv_lora_rank + arch.rope_head_dim if arch.kv_lora_rank else 0,
                 },
             )
         )

@@ -105,6 +105,18 @@ class SizingForm(forms.Form):
         ],
         required=False,
     )
+    kv_cache_dtype = forms.ChoiceField(
+        label=_("KV cache type (inference)"),
+        choices=[
+            ("", _("Not said (the compute precision)")),
+            ("fp16", "fp16"),
+            ("bf16", "bf16"),
+            ("fp8", "fp8"),
+            ("int8", "int8"),
+            ("fp32", "fp32"),
+        ],
+        required=False,
+    )
     head = forms.ChoiceField(
         label=_("Head"),
         choices=[("", _("Language model (vocabulary)")), ("classification", _("Classification"))],
@@ -178,7 +190,7 @@ class SizingForm(forms.Form):
         "master_weights",
         "optimizer_states",
     )
-    INFERENCE = ("prompt_length", "new_tokens")
+    INFERENCE = ("prompt_length", "new_tokens", "kv_cache_dtype")
 
     ARCHITECTURE = (
         "layers",
@@ -207,7 +219,7 @@ class SizingForm(forms.Form):
         values["gradient_checkpointing"] = self.cleaned_data["gradient_checkpointing"]
         values["gpus"] = self.cleaned_data["gpus"]
         values["attention"] = self.cleaned_data.get("attention") or None
-        for name in ("quantization", "head", "lora_targets", "optimizer_states"):
+        for name in ("quantization", "head", "lora_targets", "optimizer_states", "kv_cache_dtype"):
             values[name] = self.cleaned_data.get(name) or None
         for name in ("lora_rank", "labels", "prompt_length", "new_tokens"):
             values[name] = self.cleaned_data.get(name)
@@ -216,5 +228,5 @@ class SizingForm(forms.Form):
         dropout = self.cleaned_data.get("lora_dropout")
         values["lora_dropout"] = {"yes": True, "no": False}.get(dropout)
         if values["mode"] == "training":
-            values["prompt_length"] = values["new_tokens"] = None
+            values["prompt_length"] = values["new_tokens"] = values["kv_cache_dtype"] = None
         return values

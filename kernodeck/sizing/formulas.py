@@ -20,7 +20,12 @@ Formulas and where they come from
 - KV cache = 2 (keys and values) x layers x kv_heads x head_dim x bytes per element x tokens
   x batch (the same guide; Shazeer 2019 and Ainslie et al. 2023 for multi-query and grouped-
   query attention, which is why kv_heads, not attention heads, sets its size). The cache is
-  kept in the compute precision: 16 bits, or 32 for fp32.
+  kept in the compute precision (16 bits, or 32 for fp32) unless `kv_cache_dtype` says
+  otherwise. Sliding-window layers (Jiang et al. 2023, Mistral 7B; Gemma 2 and 3 alternate
+  local and global layers) keep at most the window; multi-head latent attention (DeepSeek-V2,
+  2024) caches one compressed latent (kv_lora_rank) plus the rotary key (qk_rope_head_dim)
+  per token and layer, as vLLM and SGLang store it (Transformers' own implementation caches
+  the decompressed keys and values, which is far more).
 - Training model states follow ZeRO (Rajbhandari et al. 2020): mixed-precision AdamW keeps
   16-bit weights (2 bytes) and gradients (2) plus fp32 master weights, momentum and variance
   (12): 16 bytes per trained parameter (18 when gradients are accumulated in fp32). 8-bit
@@ -197,10 +202,25 @@ def compute_bytes(precision: str) -> float:
     return 4.0 if precision == "fp32" else 2.0
 
 
-def kv_cache_bytes(arch: Architecture, *, batch_size: int, tokens: int, precision: str) -> float:
-    """2 x layers x kv_heads x head_dim x bytes, per token of every sequence."""
-    per_token = 2 * arch.layers * arch.kv_heads * arch.head_dim * compute_bytes(precision)
-    return per_token * tokens * batch_size
+def kv_cache_bytes(
+    arch: Architecture,
+    *,
+    batch_size: int,
+    tokens: int,
+    precision: str,
+    kv_cache_dtype: str | None = None,
+) -> float:
+    """2 x kv_heads x head_dim values per token and layer (keys and values), or one latent of
+    kv_lora_rank + rope_head_dim for multi-head latent attention; windowed layers keep at most
+    `sliding_window` tokens."""
+    element = PRECISION_BYTES[kv_cache_dtype] if kv_cache_dtype else compute_bytes(precision)
+    if arch.kv_lora_rank:
+        per_layer_token = arch.kv_lora_rank + arch.rope_head_dim
+    else:
+        per_layer_token = 2 * arch.kv_heads * arch.head_dim
+    windowed = arch.windowed_layers()
+    kept = (arch.layers - windowed) * tokens + windowed * min(tokens, arch.sliding_window or 0)
+    return per_layer_token * element * kept * batch_size
 
 
 def layer_activation_bytes_per_token(arch: Architecture, precision: str) -> float:
@@ -213,6 +233,8 @@ def layer_activation_bytes_per_token(arch: Architecture, precision: str) -> floa
     norms = 4 * h
     attention = 2 * h + 2 * q + 4 * kv + 2 * q
     # MLP: its input, then per active expert the up/gate outputs, activation and product.
+    if arch.experts > 1:
+        i = arch.expert_intermediate()
     per_expert = (8 if arch.gated_mlp else 4) * i
     mlp = 2 * h + per_expert * max(1, arch.experts_per_token)
     return unit * (norms + attention + mlp)

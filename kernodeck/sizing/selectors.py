@@ -149,6 +149,11 @@ def architecture_from_input(*, preset: str | None, architecture: dict | None):
         gated_mlp=architecture.get("gated_mlp", True),
         tied_embeddings=architecture.get("tied_embeddings", False),
         position_embeddings=architecture.get("position_embeddings") or 0,
+        sliding_window=architecture.get("sliding_window") or 0,
+        sliding_layers=architecture.get("sliding_layers") or 0,
+        kv_lora_rank=architecture.get("kv_lora_rank") or 0,
+        rope_head_dim=architecture.get("rope_head_dim") or 0,
+        moe_intermediate_size=architecture.get("moe_intermediate_size") or 0,
     )
     return _("Custom architecture"), estimator.Architecture(**values)
 

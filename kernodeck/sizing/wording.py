@@ -86,6 +86,16 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
                 )
                 % values
             )
+            if values.get("windowed"):
+                text += " " + _(
+                    "%(windowed)s layers attend to a sliding window and keep at most "
+                    "%(window)s tokens each."
+                ) % {"windowed": values["windowed"], "window": values["window"]}
+            if values.get("latent"):
+                text += " " + _(
+                    "Latent attention: one compressed latent of %(latent)s values per token "
+                    "and layer, as vLLM and SGLang cache it."
+                ) % {"latent": values["latent"]}
         elif key == "full":
             text = _("Full fine-tuning: every weight has a gradient and optimizer state.")
             if values["mixed"]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 PRECISION_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 QUANTIZED = {"fp8", "int8", "int4"}
+KV_CACHE_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8")
 QUANTIZATIONS = {"nf4": "int4", "nf4_dq": "int4", "gptq": "int4", "awq": "int4", "int8": "int8"}
 OPTIMIZER_STATE_PRECISIONS = {"fp32": 4.0, "bf16": 2.0, "8bit": 1.0}
 LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -79,6 +80,26 @@ class Architecture:
     # Learned absolute positions (GPT-2, BERT, StarCoder): a table of this many rows; 0 for
     # rotary or ALiBi models, which have none.
     position_embeddings: int = 0
+    # Sliding-window attention (Mistral 7B v0.1, Gemma 2/3): layers that attend to the last
+    # `sliding_window` tokens only keep that many in the KV cache. `sliding_layers` is how
+    # many layers are windowed (0 with a window: all of them; Gemma 3: 5 of every 6).
+    sliding_window: int = 0
+    sliding_layers: int = 0
+    # Multi-head latent attention (DeepSeek-V2/V3): the cache holds one compressed latent of
+    # kv_lora_rank values plus the rotary key part (qk_rope_head_dim) per token and layer.
+    kv_lora_rank: int = 0
+    rope_head_dim: int = 0
+    # Mixture of experts whose experts are narrower than the dense MLP (DeepSeek, Qwen3 MoE):
+    # each expert's MLP width; 0: the experts are intermediate_size wide.
+    moe_intermediate_size: int = 0
+
+    def windowed_layers(self) -> int:
+        if not self.sliding_window:
+            return 0
+        return self.sliding_layers or self.layers
+
+    def expert_intermediate(self) -> int:
+        return self.moe_intermediate_size or self.intermediate_size
 
     def embedding_parameters(self) -> int:
         """Token embeddings, the output head when untied, and learned position tables."""
@@ -89,7 +110,8 @@ class Architecture:
         """Weights of one block's linear layers (attention and every expert's MLP)."""
         h, d = self.hidden_size, self.head_dim
         attention = 2 * h * self.attention_heads * d + 2 * h * self.kv_heads * d
-        mlp = (3 if self.gated_mlp else 2) * h * self.intermediate_size
+        width = self.expert_intermediate() if self.experts > 1 else self.intermediate_size
+        mlp = (3 if self.gated_mlp else 2) * h * width
         router = h * self.experts if self.experts > 1 else 0
         return attention + mlp * self.experts + router
 
@@ -103,7 +125,8 @@ class Architecture:
     def lora_parameters(self, rank: int = LORA_RANK, targets=LORA_MODULES) -> int:
         """Rank-r adapters (A: in x r, B: r x out) on the targeted linear layers of every
         block (all of them by default)."""
-        h, d, i = self.hidden_size, self.head_dim, self.intermediate_size
+        h, d = self.hidden_size, self.head_dim
+        i = self.expert_intermediate() if self.experts > 1 else self.intermediate_size
         sizes = {
             "q_proj": h + self.attention_heads * d,
             "o_proj": h + self.attention_heads * d,
@@ -140,6 +163,9 @@ class Workload:
     prompt_length: int | None = None
     new_tokens: int | None = None
     quantization: str | None = None
+    # The KV cache's element type when it differs from the compute precision (vLLM's
+    # --kv-cache-dtype fp8, llama.cpp's q8_0 as int8); None: the compute precision.
+    kv_cache_dtype: str | None = None
 
     def resolved(self, name: str):
         value = getattr(self, name)
