@@ -89,6 +89,7 @@ class SizingIn(InputSchema):
     new_tokens: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] | None = None
     quantization: Literal["nf4", "nf4_dq", "gptq", "awq", "int8"] | None = None
     kv_cache_dtype: Literal["fp32", "bf16", "fp16", "fp8", "int8"] | None = None
+    sharding: Literal["none", "zero2", "zero3", "fsdp", "tensor_parallel"] | None = None
     days: Literal[3, 7, 30] = 7
 
 

@@ -56,6 +56,7 @@ from kernodeck.sizing.workloads import (
     PRECISION_BYTES,
     QUANTIZATIONS,
     QUANTIZED,
+    SHARDINGS,
     Architecture,
     EstimateError,
     Workload,
@@ -191,6 +192,10 @@ def validate(w: Workload) -> None:
         raise EstimateError("must be 0 or more.", field="new_tokens")
     if w.new_tokens is not None and w.prompt_length is None:
         raise EstimateError("give prompt_length with new_tokens.", field="prompt_length")
+    if w.sharding is not None and w.sharding not in SHARDINGS:
+        raise EstimateError(
+            "must be none, zero2, zero3, fsdp or tensor_parallel.", field="sharding"
+        )
     if w.kv_cache_dtype is not None and w.kv_cache_dtype not in KV_CACHE_DTYPES:
         raise EstimateError("must be fp32, bf16, fp16, fp8 or int8.", field="kv_cache_dtype")
     if w.quantization is not None:
@@ -301,13 +306,19 @@ def estimate(w: Workload) -> Estimate:
             )
         )
     n = w.gpus
-    per_gpu = {part: total[part] / n if part in SHARDED_PARTS else total[part] for part in PARTS}
+    divided = SHARDED_PARTS if w.sharding is None else SHARDINGS[w.sharding]
+    per_gpu = {part: total[part] / n if part in divided else total[part] for part in PARTS}
+    if n > 1 and w.sharding in ("zero3", "fsdp"):
+        # ZeRO-3 and FSDP gather each block's full weights before using it and prefetch the
+        # next: two blocks' unsharded weights at a time (Rajbhandari et al. 2020, section 5).
+        gathered = 2 * arch.layer_linear_parameters() * PRECISION_BYTES[w.precision]
+        per_gpu["weights"] += gathered
     per_gpu_tensors = sum(per_gpu.values())
     per_gpu["overhead"] = CONTEXT_BYTES + FRAGMENTATION * per_gpu_tensors
     total["activations"] = per_gpu["activations"] * n
     total["overhead"] = per_gpu["overhead"] * n
     if n > 1:
-        notes.append(("sharded", {"gpus": n}))
+        notes.append(("sharded", {"gpus": n, "kind": w.sharding}))
     notes.append(("overhead", {}))
     return Estimate(
         per_gpu=per_gpu,

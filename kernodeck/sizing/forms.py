@@ -70,6 +70,18 @@ class SizingForm(forms.Form):
             "Leave 1 unless your program splits the model (FSDP, ZeRO-3, tensor parallel)."
         ),
     )
+    sharding = forms.ChoiceField(
+        label=_("How the GPUs share the job"),
+        choices=[
+            ("", _("Not said (an even split)")),
+            ("zero3", "ZeRO-3"),
+            ("fsdp", "FSDP"),
+            ("zero2", "ZeRO-2"),
+            ("tensor_parallel", _("Tensor parallel")),
+            ("none", _("Data parallel (each GPU holds everything)")),
+        ],
+        required=False,
+    )
     attention = forms.ChoiceField(
         label=_("Attention implementation"),
         choices=[
@@ -219,7 +231,14 @@ class SizingForm(forms.Form):
         values["gradient_checkpointing"] = self.cleaned_data["gradient_checkpointing"]
         values["gpus"] = self.cleaned_data["gpus"]
         values["attention"] = self.cleaned_data.get("attention") or None
-        for name in ("quantization", "head", "lora_targets", "optimizer_states", "kv_cache_dtype"):
+        for name in (
+            "quantization",
+            "head",
+            "lora_targets",
+            "optimizer_states",
+            "kv_cache_dtype",
+            "sharding",
+        ):
             values[name] = self.cleaned_data.get(name) or None
         for name in ("lora_rank", "labels", "prompt_length", "new_tokens"):
             values[name] = self.cleaned_data.get(name)

@@ -134,14 +134,33 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
             if values["checkpointing"]:
                 text += " " + _("Gradient checkpointing keeps only each layer's input.")
         elif key == "sharded":
-            text = (
-                _(
-                    "Sharded over %(gpus)s GPUs: weights, gradients, optimizer states and KV "
-                    "cache are divided between them; each GPU keeps its own activations and "
-                    "context."
+            kind = values.get("kind")
+            if kind == "none":
+                text = (
+                    _("Data parallel over %(gpus)s GPUs: each GPU holds the whole job.") % values
                 )
-                % values
-            )
+            elif kind == "zero2":
+                text = (
+                    _(
+                        "ZeRO-2 over %(gpus)s GPUs: gradients and optimizer states are divided "
+                        "between them; each GPU keeps all the weights, its activations "
+                        "and context."
+                    )
+                    % values
+                )
+            else:
+                text = (
+                    _(
+                        "Sharded over %(gpus)s GPUs: weights, gradients, optimizer states and "
+                        "KV cache are divided between them; each GPU keeps its own activations "
+                        "and context."
+                    )
+                    % values
+                )
+                if kind in ("zero3", "fsdp"):
+                    text += " " + _(
+                        "ZeRO-3 and FSDP also gather two blocks' full weights at a time."
+                    )
         else:
             text = _(
                 "Three figures per GPU: allocated (live tensors, what max_memory_allocated "

@@ -34,6 +34,14 @@ from dataclasses import dataclass
 
 PRECISION_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 QUANTIZED = {"fp8", "int8", "int4"}
+# How a job over `gpus` GPUs divides its memory: which parts each GPU holds 1/n of.
+SHARDINGS = {
+    "none": (),  # data parallel: every GPU holds the whole job
+    "zero2": ("gradients", "optimizer"),  # DeepSpeed ZeRO-2: weights replicated
+    "zero3": ("weights", "kv_cache", "gradients", "optimizer"),
+    "fsdp": ("weights", "kv_cache", "gradients", "optimizer"),
+    "tensor_parallel": ("weights", "kv_cache", "gradients", "optimizer"),
+}
 KV_CACHE_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8")
 QUANTIZATIONS = {"nf4": "int4", "nf4_dq": "int4", "gptq": "int4", "awq": "int4", "int8": "int8"}
 OPTIMIZER_STATE_PRECISIONS = {"fp32": 4.0, "bf16": 2.0, "8bit": 1.0}
@@ -166,6 +174,9 @@ class Workload:
     # The KV cache's element type when it differs from the compute precision (vLLM's
     # --kv-cache-dtype fp8, llama.cpp's q8_0 as int8); None: the compute precision.
     kv_cache_dtype: str | None = None
+    # none | zero2 | zero3 | fsdp | tensor_parallel, for gpus > 1 (None: an even split of
+    # weights, gradients, states and cache, as before, without ZeRO-3's gather buffers).
+    sharding: str | None = None
 
     def resolved(self, name: str):
         value = getattr(self, name)
@@ -197,6 +208,7 @@ ASSUMED = {
     "lora_rank": LORA_RANK,
     "lora_targets": "all_linear",
     "lora_dropout": False,
+    "sharding": "even",
     "master_weights": True,
     "optimizer_states": "fp32",
     "head": "lm",
@@ -206,12 +218,14 @@ ALTERNATIVES = {
     "attention": "eager",
     "lora_rank": 64,
     "lora_dropout": True,
+    "sharding": "zero2",
     "master_weights": False,
     "optimizer_states": "bf16",
 }
 APPLIES = {
     "lora_rank": lambda w: w.mode == "training" and w.finetune != "full",
     "lora_dropout": lambda w: w.mode == "training" and w.finetune != "full",
+    "sharding": lambda w: w.mode == "training" and w.gpus > 1,
     "master_weights": lambda w: (
         w.mode == "training" and w.finetune == "full" and w.precision != "fp32"
     ),

@@ -141,3 +141,27 @@ def test_the_api_takes_the_new_architecture_fields_and_kv_cache_dtype(client):
     assert any("sliding window" in s for s in body["assumptions"])
     refused = api_post(client, "/sizing", {"architecture": {**architecture, "sliding_layers": 63}})
     assert refused.status_code == 422 and "sliding_layers" in str(refused.json())
+
+
+def test_sharding_kinds_divide_what_they_divide():
+    """Llama 3.1 8B full fine-tune over 4 GPUs: ZeRO-2 keeps every weight on each GPU,
+    ZeRO-3/FSDP divide the weights but gather two blocks at a time, data parallel divides
+    nothing; unsaid, the even split of before (and the margin widens for it)."""
+    base = Workload(PRESETS["llama-3.1-8b"][1], mode="training", gpus=4, attention="sdpa")
+    parts = {
+        kind: estimate(replace(base, sharding=kind)).per_gpu
+        for kind in (None, "none", "zero2", "zero3", "fsdp", "tensor_parallel")
+    }
+    weights = estimate(replace(base, gpus=1)).per_gpu["weights"]
+    block = 2 * PRESETS["llama-3.1-8b"][1].layer_linear_parameters() * 2
+
+    assert parts["none"]["weights"] == parts["zero2"]["weights"] == weights
+    assert parts["zero2"]["optimizer"] == parts[None]["optimizer"]
+    assert parts["none"]["optimizer"] == 4 * parts[None]["optimizer"]
+    assert parts["zero3"]["weights"] == parts["fsdp"]["weights"] == weights / 4 + block
+    assert parts["tensor_parallel"]["weights"] == parts[None]["weights"] == weights / 4
+    unstated = {u.name: u for u in estimator.unstated_inputs(base)}
+    assert unstated["sharding"].raises and unstated["sharding"].alternative == "zero2"
+    with pytest.raises(EstimateError) as refused:
+        estimate(replace(base, sharding="zero4"))
+    assert refused.value.field == "sharding"
