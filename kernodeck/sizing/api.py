@@ -90,6 +90,8 @@ class SizingIn(InputSchema):
     quantization: Literal["nf4", "nf4_dq", "gptq", "awq", "int8"] | None = None
     kv_cache_dtype: Literal["fp32", "bf16", "fp16", "fp8", "int8"] | None = None
     sharding: Literal["none", "zero2", "zero3", "fsdp", "tensor_parallel"] | None = None
+    framework: Literal["transformers", "vllm"] | None = None
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
     days: Literal[3, 7, 30] = 7
 
 
@@ -121,6 +123,9 @@ class RecommendationOut(Schema):
     unit_price_usd: Decimal | None
     total_usd: Decimal | None
     configure_url: str
+    usable_gib: float
+    kv_budget_gib: float | None
+    sequences_at_once: int | None
     note: str
 
 
@@ -208,6 +213,9 @@ def report_out(report) -> dict:
                 "unit_price_usd": r.unit_price_usd,
                 "total_usd": r.total_usd,
                 "configure_url": r.configure_url,
+                "usable_gib": r.usable_gib,
+                "kv_budget_gib": r.kv_budget_gib,
+                "sequences_at_once": r.sequences_at_once,
                 "note": str(recommendation_note(r)),
             }
             for r in report.recommendations

@@ -44,6 +44,7 @@ from kernodeck.sizing.workloads import (
     ASSUMED,
     ATTENTIONS,
     FINETUNES,
+    FRAMEWORKS,
     FULL_TRAINING_PRECISIONS,
     HEADS,
     KV_CACHE_DTYPES,
@@ -192,6 +193,15 @@ def validate(w: Workload) -> None:
         raise EstimateError("must be 0 or more.", field="new_tokens")
     if w.new_tokens is not None and w.prompt_length is None:
         raise EstimateError("give prompt_length with new_tokens.", field="prompt_length")
+    if w.framework is not None and w.framework not in FRAMEWORKS:
+        raise EstimateError("must be transformers or vllm.", field="framework")
+    if w.framework == "vllm" and w.mode != "inference":
+        raise EstimateError("vLLM serves models: choose inference.", field="framework")
+    if w.gpu_memory_utilization is not None:
+        if w.framework != "vllm":
+            raise EstimateError("give framework vllm with it.", field="gpu_memory_utilization")
+        if not 0 < w.gpu_memory_utilization <= 1:
+            raise EstimateError("must be above 0 and at most 1.", field="gpu_memory_utilization")
     if w.sharding is not None and w.sharding not in SHARDINGS:
         raise EstimateError(
             "must be none, zero2, zero3, fsdp or tensor_parallel.", field="sharding"

@@ -117,6 +117,14 @@ class SizingForm(forms.Form):
         ],
         required=False,
     )
+    framework = forms.ChoiceField(
+        label=_("Serving framework (inference)"),
+        choices=[
+            ("", _("Not said (PyTorch / Transformers)")),
+            ("vllm", _("vLLM (takes 90% of each card)")),
+        ],
+        required=False,
+    )
     kv_cache_dtype = forms.ChoiceField(
         label=_("KV cache type (inference)"),
         choices=[
@@ -202,7 +210,7 @@ class SizingForm(forms.Form):
         "master_weights",
         "optimizer_states",
     )
-    INFERENCE = ("prompt_length", "new_tokens", "kv_cache_dtype")
+    INFERENCE = ("prompt_length", "new_tokens", "kv_cache_dtype", "framework")
 
     ARCHITECTURE = (
         "layers",
@@ -238,6 +246,7 @@ class SizingForm(forms.Form):
             "optimizer_states",
             "kv_cache_dtype",
             "sharding",
+            "framework",
         ):
             values[name] = self.cleaned_data.get(name) or None
         for name in ("lora_rank", "labels", "prompt_length", "new_tokens"):
@@ -248,4 +257,5 @@ class SizingForm(forms.Form):
         values["lora_dropout"] = {"yes": True, "no": False}.get(dropout)
         if values["mode"] == "training":
             values["prompt_length"] = values["new_tokens"] = values["kv_cache_dtype"] = None
+            values["framework"] = None
         return values

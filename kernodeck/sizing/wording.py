@@ -225,6 +225,31 @@ def recommendation_note(r: Recommendation) -> str:
         )
         if not r.within_order_limit:
             text += " " + _("That is more units than one order allows (10).")
+    if r.framework == "vllm":
+        shares = {
+            "usable": f"{r.usable_gib:.2f}",
+            "budget": f"{max(r.kv_budget_gib or 0.0, 0.0):.2f}",
+            "sequences": r.sequences_at_once or 0,
+        }
+        if r.kv_budget_gib is not None and r.kv_budget_gib > 0:
+            text += (
+                " "
+                + _(
+                    "vLLM takes %(usable)s GiB of each card whatever the job; after the weights "
+                    "and activations, %(budget)s GiB of it is KV cache: about %(sequences)s "
+                    "sequence(s) of this length at once."
+                )
+                % shares
+            )
+        else:
+            text += (
+                " "
+                + _(
+                    "vLLM takes %(usable)s GiB of each card whatever the job, and the weights and "
+                    "activations leave none of it for the KV cache."
+                )
+                % shares
+            )
     if r.gpus_per_unit > 1 and r.units_to_rent:
         text += " " + _("1 unit = %(n)s GPUs.") % {"n": r.gpus_per_unit}
     if r.units_to_rent and r.units_available < r.units_to_rent:

@@ -42,6 +42,9 @@ SHARDINGS = {
     "fsdp": ("weights", "kv_cache", "gradients", "optimizer"),
     "tensor_parallel": ("weights", "kv_cache", "gradients", "optimizer"),
 }
+FRAMEWORKS = ("transformers", "vllm")
+# vLLM's default --gpu-memory-utilization: the share of each card it takes at start.
+VLLM_UTILIZATION = 0.9
 KV_CACHE_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8")
 QUANTIZATIONS = {"nf4": "int4", "nf4_dq": "int4", "gptq": "int4", "awq": "int4", "int8": "int8"}
 OPTIMIZER_STATE_PRECISIONS = {"fp32": 4.0, "bf16": 2.0, "8bit": 1.0}
@@ -177,6 +180,18 @@ class Workload:
     # none | zero2 | zero3 | fsdp | tensor_parallel, for gpus > 1 (None: an even split of
     # weights, gradients, states and cache, as before, without ZeRO-3's gather buffers).
     sharding: str | None = None
+    # transformers | vllm. vLLM pre-allocates `gpu_memory_utilization` of every card (0.9 by
+    # default) whatever the job, and fills what its weights and activations leave with KV
+    # cache blocks: the verdict then compares the job with that share, and the report sizes
+    # the KV budget (how many sequences fit at once).
+    framework: str | None = None
+    gpu_memory_utilization: float | None = None
+
+    def usable_fraction(self) -> float:
+        """The share of each card the job may use: vLLM's utilization, else all of it."""
+        if self.framework == "vllm":
+            return self.gpu_memory_utilization or VLLM_UTILIZATION
+        return 1.0
 
     def resolved(self, name: str):
         value = getattr(self, name)
