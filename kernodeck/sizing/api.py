@@ -42,6 +42,11 @@ class ArchitectureIn(InputSchema):
     gated_mlp: Annotated[bool, Field(strict=True)] = True
     tied_embeddings: Annotated[bool, Field(strict=True)] = False
     position_embeddings: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] = 0
+    sliding_window: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] = 0
+    sliding_layers: Annotated[int, Field(strict=True, ge=0, le=1024)] = 0
+    kv_lora_rank: Annotated[int, Field(strict=True, ge=0, le=131_072)] = 0
+    rope_head_dim: Annotated[int, Field(strict=True, ge=0, le=4096)] = 0
+    moe_intermediate_size: Annotated[int, Field(strict=True, ge=0, le=1_048_576)] = 0
 
 
 class SizingIn(InputSchema):
@@ -75,6 +80,7 @@ class SizingIn(InputSchema):
     attention: Literal["eager", "sdpa", "flash"] | None = None
     lora_rank: _count(4096) | None = None
     lora_targets: Annotated[str, Field(max_length=200)] | None = None
+    lora_dropout: Annotated[bool, Field(strict=True)] | None = None
     master_weights: Annotated[bool, Field(strict=True)] | None = None
     optimizer_states: Literal["fp32", "bf16", "8bit"] | None = None
     head: Literal["lm", "classification"] | None = None
@@ -82,6 +88,10 @@ class SizingIn(InputSchema):
     prompt_length: _count(10_485_760) | None = None
     new_tokens: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] | None = None
     quantization: Literal["nf4", "nf4_dq", "gptq", "awq", "int8"] | None = None
+    kv_cache_dtype: Literal["fp32", "bf16", "fp16", "fp8", "int8"] | None = None
+    sharding: Literal["none", "zero2", "zero3", "fsdp", "tensor_parallel"] | None = None
+    framework: Literal["transformers", "vllm"] | None = None
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
     days: Literal[3, 7, 30] = 7
 
 
@@ -113,6 +123,9 @@ class RecommendationOut(Schema):
     unit_price_usd: Decimal | None
     total_usd: Decimal | None
     configure_url: str
+    usable_gib: float
+    kv_budget_gib: float | None
+    sequences_at_once: int | None
     note: str
 
 
@@ -200,6 +213,9 @@ def report_out(report) -> dict:
                 "unit_price_usd": r.unit_price_usd,
                 "total_usd": r.total_usd,
                 "configure_url": r.configure_url,
+                "usable_gib": r.usable_gib,
+                "kv_budget_gib": r.kv_budget_gib,
+                "sequences_at_once": r.sequences_at_once,
                 "note": str(recommendation_note(r)),
             }
             for r in report.recommendations

@@ -81,7 +81,7 @@ def build_chart(report, *, narrow: bool = False) -> Chart:
     """
     per_gpu = report.estimate.as_gib()
     need = sum(per_gpu.values())
-    with_margin = need * (1 + report.margin)
+    with_margin = estimator.with_margin(need * estimator.GIB, report.margin) / estimator.GIB
     scale_max = max([with_margin, *[r.memory_gib for r in report.recommendations]])
     width = NARROW_W if narrow else WIDTH
     left = 0 if narrow else LABEL_W

@@ -44,8 +44,10 @@ from kernodeck.sizing.workloads import (
     ASSUMED,
     ATTENTIONS,
     FINETUNES,
+    FRAMEWORKS,
     FULL_TRAINING_PRECISIONS,
     HEADS,
+    KV_CACHE_DTYPES,
     LORA_MODULES,
     LORA_RANK,
     MAX_GPUS,
@@ -55,6 +57,7 @@ from kernodeck.sizing.workloads import (
     PRECISION_BYTES,
     QUANTIZATIONS,
     QUANTIZED,
+    SHARDINGS,
     Architecture,
     EstimateError,
     Workload,
@@ -72,6 +75,7 @@ __all__ = [
     "LORA_RANK",
     "MARGIN",
     "MARGINS",
+    "MARGIN_FLOOR_BYTES",
     "MAX_GPUS",
     "MEASURE",
     "MODES",
@@ -97,20 +101,26 @@ __all__ = [
     "verdict",
     "weight_bytes",
     "with_gpus",
+    "with_margin",
 ]
 
 # The margin a verdict adds to the estimate is the estimator's own spread against measured
-# peaks for that kind of workload (tests/sizing/test_calibration.py): its worst under-estimate
-# there is 9.7 % for inference, 4.5 % for LoRA and 17.7 % for QLoRA, and on the 40 peaks of
-# issue 25 it never saw, most errors were under-estimates (median 17 %). Training spreads wider
-# than inference (optimizer and activation terms vary with the stack), QLoRA widest. Each input
-# that matters and was left at its default widens the margin further.
+# peaks for that kind of workload (tests/sizing/measured_peaks.py, fit half): inference is
+# within about 10 % there (the worst under-estimates are small AWQ models with a one-token
+# prompt, which the floor below covers), LoRA within 10 %, QLoRA 18 % short. Training spreads
+# wider than inference (optimizer and activation terms vary with the stack), QLoRA widest.
+# Each input that matters and was left at its default widens the margin further.
 MARGINS = {"inference": 0.15, "training": 0.25, "qlora": 0.30}
 UNSTATED_MARGIN = 0.10
 # An unstated input "matters" when its other plausible value moves the estimate by this much.
 MATTERS = 0.05
 # Kept for clients of the module: the inference margin.
 MARGIN = MARGINS["inference"]
+# The margin is never less than this many bytes: on small jobs a relative margin is a few
+# hundred MiB, less than the estimator's absolute spread there (its largest under-estimate on
+# the fit half of tests/sizing/measured_peaks.py is 0.51 GiB, Qwen2.5-3B AWQ with a one-token
+# prompt, where the peak is reached while the checkpoint loads).
+MARGIN_FLOOR_BYTES = 0.75 * GIB
 
 
 def validate(w: Workload) -> None:
@@ -127,6 +137,15 @@ def validate(w: Workload) -> None:
         "experts": a.experts,
         "experts_per_token": a.experts_per_token,
     }
+    for name in ("sliding_window", "sliding_layers", "kv_lora_rank", "rope_head_dim"):
+        if getattr(a, name) < 0:
+            raise EstimateError("must be 0 or more.", field=name)
+    if a.moe_intermediate_size < 0:
+        raise EstimateError("must be 0 or more.", field="moe_intermediate_size")
+    if a.sliding_layers > a.layers:
+        raise EstimateError("cannot exceed layers.", field="sliding_layers")
+    if a.sliding_layers and not a.sliding_window:
+        raise EstimateError("give sliding_window with sliding_layers.", field="sliding_window")
     if a.position_embeddings < 0:
         raise EstimateError("must be 0 or more.", field="position_embeddings")
     for name, value in positive.items():
@@ -174,6 +193,21 @@ def validate(w: Workload) -> None:
         raise EstimateError("must be 0 or more.", field="new_tokens")
     if w.new_tokens is not None and w.prompt_length is None:
         raise EstimateError("give prompt_length with new_tokens.", field="prompt_length")
+    if w.framework is not None and w.framework not in FRAMEWORKS:
+        raise EstimateError("must be transformers or vllm.", field="framework")
+    if w.framework == "vllm" and w.mode != "inference":
+        raise EstimateError("vLLM serves models: choose inference.", field="framework")
+    if w.gpu_memory_utilization is not None:
+        if w.framework != "vllm":
+            raise EstimateError("give framework vllm with it.", field="gpu_memory_utilization")
+        if not 0 < w.gpu_memory_utilization <= 1:
+            raise EstimateError("must be above 0 and at most 1.", field="gpu_memory_utilization")
+    if w.sharding is not None and w.sharding not in SHARDINGS:
+        raise EstimateError(
+            "must be none, zero2, zero3, fsdp or tensor_parallel.", field="sharding"
+        )
+    if w.kv_cache_dtype is not None and w.kv_cache_dtype not in KV_CACHE_DTYPES:
+        raise EstimateError("must be fp32, bf16, fp16, fp8 or int8.", field="kv_cache_dtype")
     if w.quantization is not None:
         if w.quantization not in QUANTIZATIONS:
             raise EstimateError("must be nf4, nf4_dq, gptq, awq or int8.", field="quantization")
@@ -222,7 +256,11 @@ def estimate(w: Workload) -> Estimate:
     ]
     if w.mode == "inference":
         total["kv_cache"] = kv_cache_bytes(
-            arch, batch_size=w.batch_size, tokens=w.cached_tokens(), precision=w.precision
+            arch,
+            batch_size=w.batch_size,
+            tokens=w.cached_tokens(),
+            precision=w.precision,
+            kv_cache_dtype=w.kv_cache_dtype,
         )
         total["activations"] = inference_activation_bytes(arch, w)
         notes.append(
@@ -231,8 +269,13 @@ def estimate(w: Workload) -> Estimate:
                 {
                     "batch": w.batch_size,
                     "tokens": w.cached_tokens(),
-                    "bits": int(8 * unit),
+                    "bits": int(
+                        8 * (PRECISION_BYTES[w.kv_cache_dtype] if w.kv_cache_dtype else unit)
+                    ),
                     "kv_heads": arch.kv_heads,
+                    "windowed": arch.windowed_layers(),
+                    "window": arch.sliding_window,
+                    "latent": arch.kv_lora_rank + arch.rope_head_dim if arch.kv_lora_rank else 0,
                 },
             )
         )
@@ -273,13 +316,19 @@ def estimate(w: Workload) -> Estimate:
             )
         )
     n = w.gpus
-    per_gpu = {part: total[part] / n if part in SHARDED_PARTS else total[part] for part in PARTS}
+    divided = SHARDED_PARTS if w.sharding is None else SHARDINGS[w.sharding]
+    per_gpu = {part: total[part] / n if part in divided else total[part] for part in PARTS}
+    if n > 1 and w.sharding in ("zero3", "fsdp"):
+        # ZeRO-3 and FSDP gather each block's full weights before using it and prefetch the
+        # next: two blocks' unsharded weights at a time (Rajbhandari et al. 2020, section 5).
+        gathered = 2 * arch.layer_linear_parameters() * PRECISION_BYTES[w.precision]
+        per_gpu["weights"] += gathered
     per_gpu_tensors = sum(per_gpu.values())
     per_gpu["overhead"] = CONTEXT_BYTES + FRAGMENTATION * per_gpu_tensors
     total["activations"] = per_gpu["activations"] * n
     total["overhead"] = per_gpu["overhead"] * n
     if n > 1:
-        notes.append(("sharded", {"gpus": n}))
+        notes.append(("sharded", {"gpus": n, "kind": w.sharding}))
     notes.append(("overhead", {}))
     return Estimate(
         per_gpu=per_gpu,
@@ -327,11 +376,16 @@ def margin_for(w: Workload, unstated: tuple[Unstated, ...] | None = None) -> flo
 FITS, MEASURE, DOES_NOT_FIT = "fits", "measure", "does_not_fit"
 
 
+def with_margin(per_gpu_bytes: float, margin: float) -> float:
+    """The memory a card needs for a fit: the estimate plus its margin, at least the floor."""
+    return per_gpu_bytes + max(per_gpu_bytes * margin, MARGIN_FLOOR_BYTES)
+
+
 def verdict(per_gpu_bytes: float, *, memory_gib: float, margin: float) -> str:
     """fits: the estimate plus the margin fits the card; measure: the estimate fits but not
     the margin, so only a trial can tell; does_not_fit: the card is below the estimate."""
     memory = memory_gib * GIB
-    if per_gpu_bytes * (1 + margin) <= memory:
+    if with_margin(per_gpu_bytes, margin) <= memory:
         return FITS
     if per_gpu_bytes <= memory:
         return MEASURE
@@ -350,7 +404,7 @@ def gpus_needed(
         margin = margin_for(w)
     for n in range(1, MAX_GPUS + 1):
         per_gpu = estimate(with_gpus(w, n)).device_bytes(context_bytes)
-        if per_gpu * (1 + margin) <= memory_gib * GIB:
+        if with_margin(per_gpu, margin) <= memory_gib * GIB:
             return n
     return None
 

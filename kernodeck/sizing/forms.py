@@ -70,6 +70,18 @@ class SizingForm(forms.Form):
             "Leave 1 unless your program splits the model (FSDP, ZeRO-3, tensor parallel)."
         ),
     )
+    sharding = forms.ChoiceField(
+        label=_("How the GPUs share the job"),
+        choices=[
+            ("", _("Not said (an even split)")),
+            ("zero3", "ZeRO-3"),
+            ("fsdp", "FSDP"),
+            ("zero2", "ZeRO-2"),
+            ("tensor_parallel", _("Tensor parallel")),
+            ("none", _("Data parallel (each GPU holds everything)")),
+        ],
+        required=False,
+    )
     attention = forms.ChoiceField(
         label=_("Attention implementation"),
         choices=[
@@ -105,6 +117,26 @@ class SizingForm(forms.Form):
         ],
         required=False,
     )
+    framework = forms.ChoiceField(
+        label=_("Serving framework (inference)"),
+        choices=[
+            ("", _("Not said (PyTorch / Transformers)")),
+            ("vllm", _("vLLM (takes 90% of each card)")),
+        ],
+        required=False,
+    )
+    kv_cache_dtype = forms.ChoiceField(
+        label=_("KV cache type (inference)"),
+        choices=[
+            ("", _("Not said (the compute precision)")),
+            ("fp16", "fp16"),
+            ("bf16", "bf16"),
+            ("fp8", "fp8"),
+            ("int8", "int8"),
+            ("fp32", "fp32"),
+        ],
+        required=False,
+    )
     head = forms.ChoiceField(
         label=_("Head"),
         choices=[("", _("Language model (vocabulary)")), ("classification", _("Classification"))],
@@ -118,6 +150,15 @@ class SizingForm(forms.Form):
             ("", _("Not said (all linear layers)")),
             ("attention", _("Attention projections")),
             ("all_linear", _("All linear layers")),
+        ],
+        required=False,
+    )
+    lora_dropout = forms.ChoiceField(
+        label=_("LoRA dropout (training)"),
+        choices=[
+            ("", _("Not said (no dropout)")),
+            ("yes", _("Yes")),
+            ("no", _("No")),
         ],
         required=False,
     )
@@ -165,10 +206,11 @@ class SizingForm(forms.Form):
         "gradient_checkpointing",
         "lora_rank",
         "lora_targets",
+        "lora_dropout",
         "master_weights",
         "optimizer_states",
     )
-    INFERENCE = ("prompt_length", "new_tokens")
+    INFERENCE = ("prompt_length", "new_tokens", "kv_cache_dtype", "framework")
 
     ARCHITECTURE = (
         "layers",
@@ -197,12 +239,23 @@ class SizingForm(forms.Form):
         values["gradient_checkpointing"] = self.cleaned_data["gradient_checkpointing"]
         values["gpus"] = self.cleaned_data["gpus"]
         values["attention"] = self.cleaned_data.get("attention") or None
-        for name in ("quantization", "head", "lora_targets", "optimizer_states"):
+        for name in (
+            "quantization",
+            "head",
+            "lora_targets",
+            "optimizer_states",
+            "kv_cache_dtype",
+            "sharding",
+            "framework",
+        ):
             values[name] = self.cleaned_data.get(name) or None
         for name in ("lora_rank", "labels", "prompt_length", "new_tokens"):
             values[name] = self.cleaned_data.get(name)
         master = self.cleaned_data.get("master_weights")
         values["master_weights"] = {"yes": True, "no": False}.get(master)
+        dropout = self.cleaned_data.get("lora_dropout")
+        values["lora_dropout"] = {"yes": True, "no": False}.get(dropout)
         if values["mode"] == "training":
-            values["prompt_length"] = values["new_tokens"] = None
+            values["prompt_length"] = values["new_tokens"] = values["kv_cache_dtype"] = None
+            values["framework"] = None
         return values

@@ -20,7 +20,12 @@ Formulas and where they come from
 - KV cache = 2 (keys and values) x layers x kv_heads x head_dim x bytes per element x tokens
   x batch (the same guide; Shazeer 2019 and Ainslie et al. 2023 for multi-query and grouped-
   query attention, which is why kv_heads, not attention heads, sets its size). The cache is
-  kept in the compute precision: 16 bits, or 32 for fp32.
+  kept in the compute precision (16 bits, or 32 for fp32) unless `kv_cache_dtype` says
+  otherwise. Sliding-window layers (Jiang et al. 2023, Mistral 7B; Gemma 2 and 3 alternate
+  local and global layers) keep at most the window; multi-head latent attention (DeepSeek-V2,
+  2024) caches one compressed latent (kv_lora_rank) plus the rotary key (qk_rope_head_dim)
+  per token and layer, as vLLM and SGLang store it (Transformers' own implementation caches
+  the decompressed keys and values, which is far more).
 - Training model states follow ZeRO (Rajbhandari et al. 2020): mixed-precision AdamW keeps
   16-bit weights (2 bytes) and gradients (2) plus fp32 master weights, momentum and variance
   (12): 16 bytes per trained parameter (18 when gradients are accumulated in fp32). 8-bit
@@ -36,8 +41,10 @@ Formulas and where they come from
   With full recomputation (gradient checkpointing) only each layer's input is kept, plus one
   layer being recomputed. The loss adds the logits (batch x sequence x vocabulary) in 16 bits
   plus an fp32 copy and its gradient.
-- Inference activations are transient: one layer's intermediate tensors at a time for the
-  whole prompt, plus the last position's logits in fp32.
+- Inference activations are transient: one block's live intermediates at a time for the
+  whole prompt (no-grad: the residual stream, the normalised input and, in a gated MLP, the
+  activation, up projection and their product; see `inference_transient_bytes_per_token`),
+  plus the last position's logits in fp32.
 - Three figures per GPU, because published peaks use all three: `allocated` is the peak of
   live tensors (what `torch.cuda.max_memory_allocated` reports); `reserved` adds what the
   caching allocator holds beyond them (`max_memory_reserved`), counted as 5 % of the tensors
@@ -195,10 +202,25 @@ def compute_bytes(precision: str) -> float:
     return 4.0 if precision == "fp32" else 2.0
 
 
-def kv_cache_bytes(arch: Architecture, *, batch_size: int, tokens: int, precision: str) -> float:
-    """2 x layers x kv_heads x head_dim x bytes, per token of every sequence."""
-    per_token = 2 * arch.layers * arch.kv_heads * arch.head_dim * compute_bytes(precision)
-    return per_token * tokens * batch_size
+def kv_cache_bytes(
+    arch: Architecture,
+    *,
+    batch_size: int,
+    tokens: int,
+    precision: str,
+    kv_cache_dtype: str | None = None,
+) -> float:
+    """2 x kv_heads x head_dim values per token and layer (keys and values), or one latent of
+    kv_lora_rank + rope_head_dim for multi-head latent attention; windowed layers keep at most
+    `sliding_window` tokens."""
+    element = PRECISION_BYTES[kv_cache_dtype] if kv_cache_dtype else compute_bytes(precision)
+    if arch.kv_lora_rank:
+        per_layer_token = arch.kv_lora_rank + arch.rope_head_dim
+    else:
+        per_layer_token = 2 * arch.kv_heads * arch.head_dim
+    windowed = arch.windowed_layers()
+    kept = (arch.layers - windowed) * tokens + windowed * min(tokens, arch.sliding_window or 0)
+    return per_layer_token * element * kept * batch_size
 
 
 def layer_activation_bytes_per_token(arch: Architecture, precision: str) -> float:
@@ -211,6 +233,8 @@ def layer_activation_bytes_per_token(arch: Architecture, precision: str) -> floa
     norms = 4 * h
     attention = 2 * h + 2 * q + 4 * kv + 2 * q
     # MLP: its input, then per active expert the up/gate outputs, activation and product.
+    if arch.experts > 1:
+        i = arch.expert_intermediate()
     per_expert = (8 if arch.gated_mlp else 4) * i
     mlp = 2 * h + per_expert * max(1, arch.experts_per_token)
     return unit * (norms + attention + mlp)
@@ -230,6 +254,28 @@ def eager_score_bytes(arch: Architecture, w: Workload, *, training: bool) -> flo
     return pairs * (2 * unit if training else 2 * unit + 4.0)
 
 
+def lora_input_width(arch: Architecture, module: str) -> int:
+    """The width of the input a LoRA module reads (hidden, or the attention or MLP inner)."""
+    if module == "o_proj":
+        return arch.attention_heads * arch.head_dim
+    if module == "down_proj":
+        return arch.intermediate_size * arch.experts_per_token
+    if module == "gate_proj" and not arch.gated_mlp:
+        return 0
+    return arch.hidden_size * (arch.experts_per_token if module in ("gate_proj", "up_proj") else 1)
+
+
+def lora_dropout_bytes(arch: Architecture, w: Workload) -> float:
+    """With adapter dropout, each adapted module keeps its dropped-out input (compute
+    precision) and the 1-byte mask for backward, per token of every layer."""
+    if w.finetune == "full" or not w.resolved("lora_dropout"):
+        return 0.0
+    width = sum(lora_input_width(arch, name) for name in set(w.lora_modules()))
+    tokens = w.batch_size * w.sequence_length
+    layers = 1 if w.gradient_checkpointing else arch.layers
+    return tokens * layers * width * (compute_bytes(w.precision) + 1.0)
+
+
 def training_activation_bytes(arch: Architecture, w: Workload) -> float:
     tokens = w.batch_size * w.sequence_length
     unit = compute_bytes(w.precision)
@@ -244,13 +290,30 @@ def training_activation_bytes(arch: Architecture, w: Workload) -> float:
     width, every_position = logit_width(arch, w)
     positions = tokens if every_position else w.batch_size
     logits = positions * width * (unit + 8.0)
-    return blocks + logits
+    return blocks + logits + lora_dropout_bytes(arch, w)
+
+
+def inference_transient_bytes_per_token(arch: Architecture, precision: str) -> float:
+    """What one block holds at once per token during a no-grad forward pass.
+
+    Nothing is kept for backward, so each intermediate is freed as soon as the next one
+    exists. The residual stream and the normalised input stay alive through the block; in
+    the MLP the activation, the up projection and their product are alive together (a gated
+    MLP; a plain one holds its two hidden tensors), in attention Q, K and V, their rotated
+    copies and the output. The larger of the two is the block's peak.
+    """
+    h, i = arch.hidden_size, arch.intermediate_size
+    q = arch.attention_heads * arch.head_dim
+    kv = arch.kv_heads * arch.head_dim
+    mlp = 2 * h + (3 if arch.gated_mlp else 2) * i
+    attention = 2 * h + 3 * q + 3 * kv
+    return compute_bytes(precision) * max(mlp, attention)
 
 
 def inference_activation_bytes(arch: Architecture, w: Workload) -> float:
     """The largest transient set during prefill: one block's tensors for the whole prompt."""
     tokens = w.batch_size * w.prefill_tokens()
-    layer = layer_activation_bytes_per_token(arch, w.precision)
+    layer = inference_transient_bytes_per_token(arch, w.precision)
     logits = w.batch_size * logit_width(arch, w)[0] * 4.0
     scores = eager_score_bytes(arch, w, training=False)
     return tokens * layer + logits + (scores if w.resolved("attention") == "eager" else 0.0)

@@ -60,6 +60,12 @@ class Recommendation:
     unit_price_usd: Decimal | None = None
     total_usd: Decimal | None = None
     configure_url: str = ""
+    # vLLM: the share of the card it takes, what of it is left for the KV cache after the
+    # weights and activations, and how many sequences of the job's length that holds.
+    framework: str | None = None
+    usable_gib: float = 0.0
+    kv_budget_gib: float | None = None
+    sequences_at_once: int | None = None
 
     @property
     def usable(self) -> bool:
@@ -149,6 +155,11 @@ def architecture_from_input(*, preset: str | None, architecture: dict | None):
         gated_mlp=architecture.get("gated_mlp", True),
         tied_embeddings=architecture.get("tied_embeddings", False),
         position_embeddings=architecture.get("position_embeddings") or 0,
+        sliding_window=architecture.get("sliding_window") or 0,
+        sliding_layers=architecture.get("sliding_layers") or 0,
+        kv_lora_rank=architecture.get("kv_lora_rank") or 0,
+        rope_head_dim=architecture.get("rope_head_dim") or 0,
+        moe_intermediate_size=architecture.get("moe_intermediate_size") or 0,
     )
     return _("Custom architecture"), estimator.Architecture(**values)
 
@@ -165,7 +176,8 @@ TERMS = (3, 7, 30)
 
 def _recommend(workload, estimate, single, listing, *, margin, unstated, days) -> Recommendation:
     offer = listing.offer
-    memory = offer.memory_gib
+    # What the job may use of each card: all of it, or vLLM's pre-allocated share.
+    memory = offer.memory_gib * workload.usable_fraction()
     context = estimator.context_bytes_for(offer.gpu_model)
     # Device figures on this card: the estimate's default context replaced by the card's.
     extra = context - estimator.CONTEXT_BYTES
@@ -191,11 +203,17 @@ def _recommend(workload, estimate, single, listing, *, margin, unstated, days) -
     unit_price = listing.prices.get(days)
     total = unit_price * to_rent if unit_price is not None and to_rent else None
     query = {"days": days, "units": min(to_rent or 1, MAX_UNITS)}
+    kv_budget = sequences = None
+    if workload.framework == "vllm":
+        budget = memory * estimator.GIB - (device - estimate.per_gpu["kv_cache"])
+        kv_budget = round(budget / estimator.GIB, 2)
+        per_sequence = estimate.per_gpu["kv_cache"] / workload.batch_size
+        sequences = max(0, int(budget // per_sequence)) if per_sequence else None
     return Recommendation(
         slug=offer.slug,
         gpu=offer.gpu_model,
         backend=offer.get_backend_display(),
-        memory_gib=memory,
+        memory_gib=offer.memory_gib,
         gpus_per_unit=offer.gpus_per_unit,
         fits_one_gpu=fits_one,
         fits_as_requested=verdict == estimator.FITS,
@@ -214,6 +232,10 @@ def _recommend(workload, estimate, single, listing, *, margin, unstated, days) -
         unit_price_usd=unit_price,
         total_usd=total,
         configure_url=reverse("catalog:configure", args=[offer.slug]) + "?" + urlencode(query),
+        framework=workload.framework,
+        usable_gib=round(memory, 2),
+        kv_budget_gib=kv_budget,
+        sequences_at_once=sequences,
     )
 
 

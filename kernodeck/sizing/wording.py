@@ -86,6 +86,16 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
                 )
                 % values
             )
+            if values.get("windowed"):
+                text += " " + _(
+                    "%(windowed)s layers attend to a sliding window and keep at most "
+                    "%(window)s tokens each."
+                ) % {"windowed": values["windowed"], "window": values["window"]}
+            if values.get("latent"):
+                text += " " + _(
+                    "Latent attention: one compressed latent of %(latent)s values per token "
+                    "and layer, as vLLM and SGLang cache it."
+                ) % {"latent": values["latent"]}
         elif key == "full":
             text = _("Full fine-tuning: every weight has a gradient and optimizer state.")
             if values["mixed"]:
@@ -124,14 +134,33 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
             if values["checkpointing"]:
                 text += " " + _("Gradient checkpointing keeps only each layer's input.")
         elif key == "sharded":
-            text = (
-                _(
-                    "Sharded over %(gpus)s GPUs: weights, gradients, optimizer states and KV "
-                    "cache are divided between them; each GPU keeps its own activations and "
-                    "context."
+            kind = values.get("kind")
+            if kind == "none":
+                text = (
+                    _("Data parallel over %(gpus)s GPUs: each GPU holds the whole job.") % values
                 )
-                % values
-            )
+            elif kind == "zero2":
+                text = (
+                    _(
+                        "ZeRO-2 over %(gpus)s GPUs: gradients and optimizer states are divided "
+                        "between them; each GPU keeps all the weights, its activations "
+                        "and context."
+                    )
+                    % values
+                )
+            else:
+                text = (
+                    _(
+                        "Sharded over %(gpus)s GPUs: weights, gradients, optimizer states and "
+                        "KV cache are divided between them; each GPU keeps its own activations "
+                        "and context."
+                    )
+                    % values
+                )
+                if kind in ("zero3", "fsdp"):
+                    text += " " + _(
+                        "ZeRO-3 and FSDP also gather two blocks' full weights at a time."
+                    )
         else:
             text = _(
                 "Three figures per GPU: allocated (live tensors, what max_memory_allocated "
@@ -196,6 +225,31 @@ def recommendation_note(r: Recommendation) -> str:
         )
         if not r.within_order_limit:
             text += " " + _("That is more units than one order allows (10).")
+    if r.framework == "vllm":
+        shares = {
+            "usable": f"{r.usable_gib:.2f}",
+            "budget": f"{max(r.kv_budget_gib or 0.0, 0.0):.2f}",
+            "sequences": r.sequences_at_once or 0,
+        }
+        if r.kv_budget_gib is not None and r.kv_budget_gib > 0:
+            text += (
+                " "
+                + _(
+                    "vLLM takes %(usable)s GiB of each card whatever the job; after the weights "
+                    "and activations, %(budget)s GiB of it is KV cache: about %(sequences)s "
+                    "sequence(s) of this length at once."
+                )
+                % shares
+            )
+        else:
+            text += (
+                " "
+                + _(
+                    "vLLM takes %(usable)s GiB of each card whatever the job, and the weights and "
+                    "activations leave none of it for the KV cache."
+                )
+                % shares
+            )
     if r.gpus_per_unit > 1 and r.units_to_rent:
         text += " " + _("1 unit = %(n)s GPUs.") % {"n": r.gpus_per_unit}
     if r.units_to_rent and r.units_available < r.units_to_rent:

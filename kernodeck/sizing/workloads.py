@@ -12,6 +12,9 @@ matters, see `estimator.unstated_inputs`):
   (Korthikanti et al.'s 5*a*s/h term, without dropout); SDPA and flash do not.
 - `lora_rank` and `lora_targets` (attention: q, k, v, o; all_linear; or module names): the
   adapters are r x (in + out) per targeted matrix (Hu et al. 2021).
+- `lora_dropout`: True when the adapters use dropout (LitGPT's default 0.05; PEFT's
+  default is none): each adapted module keeps its dropped-out input and its mask for
+  backward, one copy per module (PEFT applies the dropout inside every LoRA layer).
 - `master_weights`: False for stacks that train in pure bf16 without an fp32 master copy
   (torchtune's default full fine-tune recipes); `optimizer_states` fp32 | bf16 | 8bit: the
   bytes of each AdamW moment (4, 2 or 1; 8-bit after Dettmers et al. 2021).
@@ -31,6 +34,18 @@ from dataclasses import dataclass
 
 PRECISION_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 QUANTIZED = {"fp8", "int8", "int4"}
+# How a job over `gpus` GPUs divides its memory: which parts each GPU holds 1/n of.
+SHARDINGS = {
+    "none": (),  # data parallel: every GPU holds the whole job
+    "zero2": ("gradients", "optimizer"),  # DeepSpeed ZeRO-2: weights replicated
+    "zero3": ("weights", "kv_cache", "gradients", "optimizer"),
+    "fsdp": ("weights", "kv_cache", "gradients", "optimizer"),
+    "tensor_parallel": ("weights", "kv_cache", "gradients", "optimizer"),
+}
+FRAMEWORKS = ("transformers", "vllm")
+# vLLM's default --gpu-memory-utilization: the share of each card it takes at start.
+VLLM_UTILIZATION = 0.9
+KV_CACHE_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8")
 QUANTIZATIONS = {"nf4": "int4", "nf4_dq": "int4", "gptq": "int4", "awq": "int4", "int8": "int8"}
 OPTIMIZER_STATE_PRECISIONS = {"fp32": 4.0, "bf16": 2.0, "8bit": 1.0}
 LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -76,6 +91,26 @@ class Architecture:
     # Learned absolute positions (GPT-2, BERT, StarCoder): a table of this many rows; 0 for
     # rotary or ALiBi models, which have none.
     position_embeddings: int = 0
+    # Sliding-window attention (Mistral 7B v0.1, Gemma 2/3): layers that attend to the last
+    # `sliding_window` tokens only keep that many in the KV cache. `sliding_layers` is how
+    # many layers are windowed (0 with a window: all of them; Gemma 3: 5 of every 6).
+    sliding_window: int = 0
+    sliding_layers: int = 0
+    # Multi-head latent attention (DeepSeek-V2/V3): the cache holds one compressed latent of
+    # kv_lora_rank values plus the rotary key part (qk_rope_head_dim) per token and layer.
+    kv_lora_rank: int = 0
+    rope_head_dim: int = 0
+    # Mixture of experts whose experts are narrower than the dense MLP (DeepSeek, Qwen3 MoE):
+    # each expert's MLP width; 0: the experts are intermediate_size wide.
+    moe_intermediate_size: int = 0
+
+    def windowed_layers(self) -> int:
+        if not self.sliding_window:
+            return 0
+        return self.sliding_layers or self.layers
+
+    def expert_intermediate(self) -> int:
+        return self.moe_intermediate_size or self.intermediate_size
 
     def embedding_parameters(self) -> int:
         """Token embeddings, the output head when untied, and learned position tables."""
@@ -86,7 +121,8 @@ class Architecture:
         """Weights of one block's linear layers (attention and every expert's MLP)."""
         h, d = self.hidden_size, self.head_dim
         attention = 2 * h * self.attention_heads * d + 2 * h * self.kv_heads * d
-        mlp = (3 if self.gated_mlp else 2) * h * self.intermediate_size
+        width = self.expert_intermediate() if self.experts > 1 else self.intermediate_size
+        mlp = (3 if self.gated_mlp else 2) * h * width
         router = h * self.experts if self.experts > 1 else 0
         return attention + mlp * self.experts + router
 
@@ -100,7 +136,8 @@ class Architecture:
     def lora_parameters(self, rank: int = LORA_RANK, targets=LORA_MODULES) -> int:
         """Rank-r adapters (A: in x r, B: r x out) on the targeted linear layers of every
         block (all of them by default)."""
-        h, d, i = self.hidden_size, self.head_dim, self.intermediate_size
+        h, d = self.hidden_size, self.head_dim
+        i = self.expert_intermediate() if self.experts > 1 else self.intermediate_size
         sizes = {
             "q_proj": h + self.attention_heads * d,
             "o_proj": h + self.attention_heads * d,
@@ -129,6 +166,7 @@ class Workload:
     attention: str | None = None
     lora_rank: int | None = None
     lora_targets: str | None = None  # attention | all_linear | comma-separated module names
+    lora_dropout: bool | None = None
     master_weights: bool | None = None
     optimizer_states: str | None = None
     head: str | None = None
@@ -136,6 +174,24 @@ class Workload:
     prompt_length: int | None = None
     new_tokens: int | None = None
     quantization: str | None = None
+    # The KV cache's element type when it differs from the compute precision (vLLM's
+    # --kv-cache-dtype fp8, llama.cpp's q8_0 as int8); None: the compute precision.
+    kv_cache_dtype: str | None = None
+    # none | zero2 | zero3 | fsdp | tensor_parallel, for gpus > 1 (None: an even split of
+    # weights, gradients, states and cache, as before, without ZeRO-3's gather buffers).
+    sharding: str | None = None
+    # transformers | vllm. vLLM pre-allocates `gpu_memory_utilization` of every card (0.9 by
+    # default) whatever the job, and fills what its weights and activations leave with KV
+    # cache blocks: the verdict then compares the job with that share, and the report sizes
+    # the KV budget (how many sequences fit at once).
+    framework: str | None = None
+    gpu_memory_utilization: float | None = None
+
+    def usable_fraction(self) -> float:
+        """The share of each card the job may use: vLLM's utilization, else all of it."""
+        if self.framework == "vllm":
+            return self.gpu_memory_utilization or VLLM_UTILIZATION
+        return 1.0
 
     def resolved(self, name: str):
         value = getattr(self, name)
@@ -166,6 +222,8 @@ ASSUMED = {
     "attention": "sdpa",
     "lora_rank": LORA_RANK,
     "lora_targets": "all_linear",
+    "lora_dropout": False,
+    "sharding": "even",
     "master_weights": True,
     "optimizer_states": "fp32",
     "head": "lm",
@@ -174,11 +232,15 @@ ASSUMED = {
 ALTERNATIVES = {
     "attention": "eager",
     "lora_rank": 64,
+    "lora_dropout": True,
+    "sharding": "zero2",
     "master_weights": False,
     "optimizer_states": "bf16",
 }
 APPLIES = {
     "lora_rank": lambda w: w.mode == "training" and w.finetune != "full",
+    "lora_dropout": lambda w: w.mode == "training" and w.finetune != "full",
+    "sharding": lambda w: w.mode == "training" and w.gpus > 1,
     "master_weights": lambda w: (
         w.mode == "training" and w.finetune == "full" and w.precision != "fp32"
     ),

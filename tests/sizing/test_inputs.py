@@ -50,6 +50,20 @@ def test_no_master_copy_and_bf16_moments_shrink_the_optimizer_states():
     assert bf16 == params * 4  # torchtune-style: two bf16 moments, no master copy
 
 
+def test_lora_dropout_keeps_each_adapted_modules_input_and_mask():
+    """LitGPT's default lora_dropout 0.05: q and v each keep their dropped-out hidden-size
+    input (2 bytes in bf16) and its 1-byte mask, per token of every layer."""
+    lora = replace(TRAIN, finetune="lora", lora_rank=8, lora_targets="q_proj,v_proj")
+    without = estimator.estimate(replace(lora, lora_dropout=False)).per_gpu["activations"]
+    with_dropout = estimator.estimate(replace(lora, lora_dropout=True)).per_gpu["activations"]
+
+    tokens = lora.batch_size * lora.sequence_length
+    assert with_dropout - without == tokens * LLAMA31_8B.layers * 2 * 4096 * 3
+    found = {u.name: u for u in estimator.unstated_inputs(replace(lora, lora_dropout=None))}
+    assert found["lora_dropout"].raises
+    assert "lora_dropout" not in {u.name for u in estimator.unstated_inputs(TRAIN)}
+
+
 def test_unsaid_optimizer_precision_is_named_without_widening_the_margin():
     found = {u.name: u for u in estimator.unstated_inputs(TRAIN)}
 
@@ -121,12 +135,14 @@ def test_the_api_takes_the_inputs(client):
         "finetune": "lora",
         "lora_rank": 8,
         "lora_targets": "q_proj,v_proj",
+        "lora_dropout": True,
         "attention": "eager",
     }
 
     body = api_post(client, "/sizing", payload).json()
 
     assert body["trainable_parameters"] == 4_194_304
+    assert "lora_dropout" not in {u["input"] for u in body["unstated_inputs"]}
     assert any("q_proj,v_proj" in sentence for sentence in body["assumptions"])
     assert any("eager attention" in sentence for sentence in body["assumptions"])
     refused = api_post(client, "/sizing", {"preset": "gpt2", "master_weights": "no"})

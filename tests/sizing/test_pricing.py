@@ -81,3 +81,29 @@ def test_a_term_that_is_not_offered_is_refused(client):
 
     assert response.status_code == 422
     assert "days" in response.json()["detail"]
+
+
+def test_vllm_takes_its_share_of_each_card_and_the_answer_sizes_the_kv_budget(client):
+    """vLLM pre-allocates 90 % of the card: Llama 3.1 8B in bf16 (about 16 GiB with its
+    context) fits an 80 GB card, and what the weights and activations leave of the 72 GiB is
+    KV cache for so many sequences of the job's length."""
+    make_offer(slug="h100", gpu_model="H100 80 GB", memory_gib=80, prices={7: "700.00"})
+    make_offer(slug="small", gpu_model="Small 20 GB", memory_gib=20, prices={7: "50.00"})
+    job = {"preset": "llama-3.1-8b", "sequence_length": 8192, "attention": "flash"}
+
+    plain = api_post(client, "/sizing", job).json()
+    vllm = api_post(client, "/sizing", {**job, "framework": "vllm"}).json()
+
+    by_offer = {r["offer"]: r for r in vllm["recommendations"]}
+    h100 = by_offer["h100"]
+    assert h100["usable_gib"] == 72.0
+    kv_per_sequence = 32 * 8 * 128 * 2 * 2 * 8192 / 2**30  # 1 GiB per 8,192-token sequence
+    assert h100["sequences_at_once"] == int(h100["kv_budget_gib"] // kv_per_sequence)
+    assert 50 < h100["sequences_at_once"] < 72
+    assert "vLLM takes 72.00 GiB of each card" in h100["note"]
+    # 20 GB holds the job alone (18.1 GiB), not within vLLM's 90 % of it (18 GiB).
+    plain_small = {r["offer"]: r for r in plain["recommendations"]}["small"]
+    assert plain_small["verdict"] != "does_not_fit"
+    assert by_offer["small"]["verdict"] == "does_not_fit"
+    refused = api_post(client, "/sizing", {**job, "mode": "training", "framework": "vllm"})
+    assert refused.status_code == 422 and "framework" in str(refused.json())
