@@ -32,7 +32,7 @@ from kernodeck.notifications.models import OutboxMessage
 from kernodeck.orders.models import Order, RentalState
 
 THRESHOLDS_HOURS = (72, 24, 2)
-# Due reminders are stored this many to a transaction: one commit per e-mail made the first
+# Due reminders are stored this many to an INSERT: one transaction per e-mail made the first
 # tick after a start (thousands due at once) take seconds.
 STORE_CHUNK = 200
 
@@ -157,28 +157,28 @@ def rental_reminders_send() -> int:
     new e-mails were stored; running it twice stores nothing more.
 
     A tick with nothing new due is one statement at any number of rentals. What is due is
-    stored STORE_CHUNK to a transaction; the outbox's unique dedupe key stays the guarantee
-    against a second e-mail (two ticks at once, or an SQL key that missed the stored one)."""
+    stored STORE_CHUNK to an INSERT and a transaction; the outbox's unique dedupe key stays
+    the guarantee against a second e-mail (two ticks at once, or an SQL key that missed the
+    stored one: that INSERT skips it)."""
     now = clock.now()
     due = list(reminders_due(now=now))
     stored = 0
     for start in range(0, len(due), STORE_CHUNK):
+        batch = []
+        for order in due[start : start + STORE_CHUNK]:
+            threshold = reminder_due(starts_at=order.starts_at, ends_at=order.ends_at, now=now)
+            if threshold is None:
+                continue
+            context = {
+                "reference": order.reference,
+                "hours_left": hours_left(ends_at=order.ends_at, now=now),
+                "minutes_left": minutes_left(ends_at=order.ends_at, now=now),
+                "threshold_hours": threshold,
+                "ends_at": order.ends_at,
+            }
+            batch.append(
+                (order.owner, context, reminder_dedupe_key(order=order, threshold=threshold))
+            )
         with transaction.atomic():
-            for order in due[start : start + STORE_CHUNK]:
-                threshold = reminder_due(starts_at=order.starts_at, ends_at=order.ends_at, now=now)
-                if threshold is None:
-                    continue
-                services.email_enqueue(
-                    account=order.owner,
-                    event="rental_reminder",
-                    context={
-                        "reference": order.reference,
-                        "hours_left": hours_left(ends_at=order.ends_at, now=now),
-                        "minutes_left": minutes_left(ends_at=order.ends_at, now=now),
-                        "threshold_hours": threshold,
-                        "ends_at": order.ends_at,
-                    },
-                    dedupe_key=reminder_dedupe_key(order=order, threshold=threshold),
-                )
-                stored += 1
+            stored += services.emails_enqueue_many(event="rental_reminder", messages=batch)
     return stored

@@ -58,3 +58,37 @@ def test_a_tick_with_nothing_new_due_is_one_statement_at_any_number_of_rentals(
         assert reminders.rental_reminders_send() == 0
     assert len(queries.captured_queries) == 1
     assert OutboxMessage.objects.filter(event="rental_reminder").count() == 12
+
+
+def test_many_e_mails_at_once_skip_a_key_already_stored_and_send_the_others(
+    send_after_commit,
+):
+    from django.core import mail
+
+    from kernodeck.notifications import services
+
+    first, second = make_user(preferred_language="en"), make_user(preferred_language="es")
+    context = {
+        "reference": "KD-TICK",
+        "hours_left": 2,
+        "minutes_left": 120,
+        "threshold_hours": 2,
+        "ends_at": START,
+    }
+    with send_after_commit():
+        services.email_enqueue(
+            account=first, event="rental_reminder", context=context, dedupe_key="tick:1"
+        )
+    mail.outbox.clear()
+    clock.freeze(START - 2 * H)  # another instant than the first row's
+
+    with send_after_commit():
+        new = services.emails_enqueue_many(
+            event="rental_reminder",
+            messages=[(first, context, "tick:1"), (second, context, "tick:2")],
+        )
+
+    assert new == 1
+    assert [m.to for m in mail.outbox] == [[second.email]]
+    assert OutboxMessage.objects.get(dedupe_key="tick:2").language == "es"
+    assert OutboxMessage.objects.filter(dedupe_key__startswith="tick:").count() == 2
