@@ -30,6 +30,12 @@ def sizing(request):
     submitted = "mode" in request.GET
     form = SizingForm(request.GET if submitted else None)
     context = {"form": form, "margin_percent": round(estimator.MARGIN * 100)}
+    if not submitted:
+        # The empty form is the same for every visitor in a language: rendered once
+        # (core/fragments.py); its fields' group rendering was most of the page's time.
+        context["form_html"] = fragments.rendered(
+            "sizing/_form.html", lambda: {"form": SizingForm()}
+        )
     if submitted and form.is_valid():
         try:
             label, arch = architecture_from_input(

@@ -56,3 +56,23 @@ def test_another_guide_is_its_own_entry(client):
     )
     assert _content_rendered(other, "sizing/_guide_content.html")
     assert sizing.context["content"] != other.context["content"]
+
+
+@pytest.mark.django_db
+def test_the_empty_sizing_form_is_rendered_once_per_language_and_a_filled_one_each_time(
+    client,
+):
+    url = reverse("sizing:estimate")
+    first = client.get(url, HTTP_ACCEPT_LANGUAGE="en")
+    second = client.get(url, HTTP_ACCEPT_LANGUAGE="en")
+    other = client.get(url, HTTP_ACCEPT_LANGUAGE="es")
+    filled = client.get(url, {"mode": "inference"}, HTTP_ACCEPT_LANGUAGE="en")
+
+    assert _content_rendered(first, "sizing/_form.html")
+    assert not _content_rendered(second, "sizing/_form.html")
+    assert _content_rendered(other, "sizing/_form.html")
+    assert _content_rendered(filled, "sizing/_form.html")
+    assert first.context["form_html"] == second.context["form_html"]
+    assert 'id="sizing-form"' in second.content.decode()
+    assert "Estimate" in second.content.decode()
+    assert "Estimar" in other.content.decode()
