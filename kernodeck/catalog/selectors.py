@@ -136,5 +136,13 @@ def price_sheet_cached(*, slug: str) -> tuple[PriceSheet, int]:
     return found
 
 
-def offer_listing(*, offer: Offer) -> OfferListing:
-    return _listings_for([offer])[0]
+def offer_listing_cached(*, slug: str) -> OfferListing:
+    """The active offer's listing (the offer, its prices, units free) from the catalog cache,
+    the same entry the catalog reads; or the InvalidInput offer_get_active gives."""
+    slug = str(slug or "")[:50]
+    found = next((item for item in offer_listings_cached() if item.offer.slug == slug), None)
+    if found is None:
+        raise InvalidInput(
+            _("There is no GPU offer called “%(slug)s”.") % {"slug": slug}, field="offer"
+        )
+    return found

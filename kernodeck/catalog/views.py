@@ -70,12 +70,17 @@ def _invalid_fields(form) -> list[str]:
     return [name for name in form.errors if name in form.fields]
 
 
-def _summary(offer, data):
-    """The quote for the configurator's summary, and the form showing any refusal."""
+def _summary(listing, data):
+    """The quote for the configurator's summary, and the form showing any refusal.
+
+    Prices and units free come from the catalog's cache entry (`listing`), read once: the
+    figures the catalog shows, a few seconds late at most on a lapsed hold; registering
+    the order counts live under the offer's lock."""
+    offer = listing.offer
     form = ConfigureForm(data, preparations=offer.preparations)
     form.is_valid()
     errors = quote_errors(
-        selectors.price_sheet(offer),
+        selectors.price_sheet(offer, listing.prices),
         days=data.get("days"),
         units=data.get("units"),
         preparation=data.get("preparation"),
@@ -86,8 +91,8 @@ def _summary(offer, data):
         form.input_refused = True
         return form, None
     try:
-        quote = order_selectors.offer_quote(
-            offer_obj=offer,
+        quote = order_selectors.listing_quote(
+            listing=listing,
             days=data.get("days"),
             units=data.get("units"),
             preparation=data.get("preparation"),
@@ -98,23 +103,24 @@ def _summary(offer, data):
     return form, quote
 
 
-def _offer_or_404(slug):
+def _listing_or_404(slug):
     try:
-        return selectors.offer_get_active(slug=slug)
+        return selectors.offer_listing_cached(slug=slug)
     except InvalidInput:
         raise Http404 from None
 
 
 def configure(request, slug):
-    offer = _offer_or_404(slug)
+    listing = _listing_or_404(slug)
+    offer = listing.offer
     data = _configuration(request, offer)
-    form, quote = _summary(offer, data)
+    form, quote = _summary(listing, data)
     return render(
         request,
         "catalog/configure.html",
         {
             "offer": offer,
-            "listing": selectors.offer_listing(offer=offer),
+            "listing": listing,
             "form": form,
             "quote": quote,
             "invalid_fields": _invalid_fields(form),
@@ -125,9 +131,10 @@ def configure(request, slug):
 
 def configure_summary(request, slug):
     """The live summary (htmx): the same quote as the full page, as a fragment."""
-    offer = _offer_or_404(slug)
+    listing = _listing_or_404(slug)
+    offer = listing.offer
     data = _configuration(request, offer)
-    form, quote = _summary(offer, data)
+    form, quote = _summary(listing, data)
     return render(
         request,
         "catalog/_summary_update.html",

@@ -9,7 +9,20 @@ due goes out: a customer with 2 hours left needs one e-mail, not three.
 
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import NotSupportedError, transaction
+from django.db.models import (
+    Case,
+    CharField,
+    Exists,
+    F,
+    Func,
+    IntegerField,
+    OuterRef,
+    Q,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast, Concat
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
@@ -19,6 +32,9 @@ from kernodeck.notifications.models import OutboxMessage
 from kernodeck.orders.models import Order, RentalState
 
 THRESHOLDS_HOURS = (72, 24, 2)
+# Due reminders are stored this many to an INSERT: one transaction per e-mail made the first
+# tick after a start (thousands due at once) take seconds.
+STORE_CHUNK = 200
 
 
 def reminder_thresholds(*, starts_at: datetime, ends_at: datetime) -> list[int]:
@@ -66,41 +82,103 @@ def reminder_dedupe_key(*, order: Order, threshold: int) -> str:
     return f"rental_reminder:{order.reference}:{threshold}h:{order.ends_at.isoformat()}"
 
 
-def rental_reminders_send() -> int:
-    """Enqueue the due reminder of every active rental (the periodic task). Returns how many
-    new e-mails were stored; running it twice stores nothing more."""
-    now = clock.now()
-    horizon = now + timedelta(hours=max(THRESHOLDS_HOURS))
-    candidates = (
+class UtcIsoformat(Func):
+    """A timestamp written as `datetime.isoformat()` writes it in UTC
+    (`2026-12-10T13:00:00+00:00`, `.ffffff` before the zone when there are microseconds),
+    so that SQL can build the dedupe key `reminder_dedupe_key` builds."""
+
+    output_field = CharField()
+
+    def as_sql(self, compiler, connection, **extra):
+        raise NotSupportedError(f"UtcIsoformat is not written for {connection.vendor}")
+
+    def as_sqlite(self, compiler, connection, **extra):
+        # Django stores an aware datetime as its UTC value's str(): "YYYY-MM-DD HH:MM:SS[.f]".
+        sql, params = compiler.compile(self.source_expressions[0])
+        return f"(REPLACE({sql}, ' ', 'T') || '+00:00')", params
+
+    def as_postgresql(self, compiler, connection, **extra):
+        sql, params = compiler.compile(self.source_expressions[0])
+        utc = f"(({sql}) AT TIME ZONE 'UTC')"
+        return (
+            f"(to_char({utc}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || CASE WHEN to_char({utc}, 'US') "
+            f"= '000000' THEN '' ELSE '.' || to_char({utc}, 'US') END || '+00:00')",
+            (*params, *params, *params),
+        )
+
+
+def reminders_due(*, now: datetime):
+    """The active rentals whose reminder is due now and not stored yet, in one statement.
+
+    `threshold` is the most urgent planned threshold whose moment has come (as
+    `reminder_due` says); `NOT EXISTS` looks its dedupe key up in the outbox's unique index.
+    The rentals are found through the index on the ends of running rentals, so a tick reads
+    the rentals ending within 72 hours, never all the active ones, and returns only what is
+    new."""
+    threshold = Case(
+        *[
+            When(
+                Q(ends_at__lte=now + timedelta(hours=h))
+                & Q(ends_at__gt=F("starts_at") + timedelta(hours=h)),
+                then=Value(h),
+            )
+            for h in sorted(THRESHOLDS_HOURS)
+        ],
+        default=None,
+        output_field=IntegerField(),
+    )
+    key = Concat(
+        Value("rental_reminder:"),
+        F("reference"),
+        Value(":"),
+        Cast("threshold", CharField()),
+        Value("h:"),
+        UtcIsoformat("ends_at"),
+        output_field=CharField(),
+    )
+    return (
         Order.objects.filter(
             rental_state=RentalState.ACTIVE,
             starts_at__isnull=False,
             ends_at__gt=now,
-            ends_at__lte=horizon,
+            ends_at__lte=now + timedelta(hours=max(THRESHOLDS_HOURS)),
         )
+        .annotate(threshold=threshold)
+        .filter(threshold__isnull=False)
+        .annotate(reminder_key=key)
+        .filter(~Exists(OutboxMessage.objects.filter(dedupe_key=OuterRef("reminder_key"))))
         .select_related("owner")
         .order_by("ends_at", "pk")
     )
+
+
+def rental_reminders_send() -> int:
+    """Enqueue the due reminder of every active rental (the periodic task). Returns how many
+    new e-mails were stored; running it twice stores nothing more.
+
+    A tick with nothing new due is one statement at any number of rentals. What is due is
+    stored STORE_CHUNK to an INSERT and a transaction; the outbox's unique dedupe key stays
+    the guarantee against a second e-mail (two ticks at once, or an SQL key that missed the
+    stored one: that INSERT skips it)."""
+    now = clock.now()
+    due = list(reminders_due(now=now))
     stored = 0
-    for order in candidates.iterator():
-        threshold = reminder_due(starts_at=order.starts_at, ends_at=order.ends_at, now=now)
-        if threshold is None:
-            continue
-        key = reminder_dedupe_key(order=order, threshold=threshold)
-        if OutboxMessage.objects.filter(dedupe_key=key).exists():
-            continue
-        with transaction.atomic():
-            services.email_enqueue(
-                account=order.owner,
-                event="rental_reminder",
-                context={
-                    "reference": order.reference,
-                    "hours_left": hours_left(ends_at=order.ends_at, now=now),
-                    "minutes_left": minutes_left(ends_at=order.ends_at, now=now),
-                    "threshold_hours": threshold,
-                    "ends_at": order.ends_at,
-                },
-                dedupe_key=key,
+    for start in range(0, len(due), STORE_CHUNK):
+        batch = []
+        for order in due[start : start + STORE_CHUNK]:
+            threshold = reminder_due(starts_at=order.starts_at, ends_at=order.ends_at, now=now)
+            if threshold is None:
+                continue
+            context = {
+                "reference": order.reference,
+                "hours_left": hours_left(ends_at=order.ends_at, now=now),
+                "minutes_left": minutes_left(ends_at=order.ends_at, now=now),
+                "threshold_hours": threshold,
+                "ends_at": order.ends_at,
+            }
+            batch.append(
+                (order.owner, context, reminder_dedupe_key(order=order, threshold=threshold))
             )
-        stored += 1
+        with transaction.atomic():
+            stored += services.emails_enqueue_many(event="rental_reminder", messages=batch)
     return stored

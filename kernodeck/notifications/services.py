@@ -200,30 +200,52 @@ def email_enqueue_to_address(
     )
 
 
-def _enqueue(
-    *, account, to_email, language, first_name, event, context, dedupe_key
-) -> OutboxMessage:
-    if event not in EVENTS:
-        raise ValueError(f"unknown e-mail event {event!r}")
-    if not dedupe_key or len(dedupe_key) > 200:
-        raise ValueError("dedupe_key must be 1 to 200 characters")
-    _check_context(context, path="context")
-    missing = EVENTS[event] - set(context)
-    if missing:
-        raise ValueError(f"{event} needs context keys: {', '.join(sorted(missing))}")
+def emails_enqueue_many(*, event: str, messages: list[tuple]) -> int:
+    """`email_enqueue` for many accounts at once: [(account, context, dedupe_key)], each
+    rendered in its account's language, all stored in one INSERT that skips a key already
+    stored, each new one sent after commit. Returns how many were new.
 
-    existing = OutboxMessage.objects.filter(dedupe_key=dedupe_key).first()
-    if existing is not None:
-        return existing
+    For periodic work that finds many e-mails due together (the reminder tick after a
+    start or an outage): one statement instead of four per e-mail."""
+    now = clock.now()
+    rows = [
+        _message(
+            now=now,
+            account=account,
+            to_email=account.email,
+            language=_language_of(account),
+            first_name=account.first_name,
+            event=event,
+            context=context,
+            dedupe_key=dedupe_key,
+        )
+        for account, context, dedupe_key in messages
+    ]
+    if not rows:
+        return 0
+    OutboxMessage.objects.bulk_create(rows, ignore_conflicts=True)
+    # The rows this call wrote carry its timestamp; a key another caller stored first is
+    # not ours to send (sending twice would be harmless: delivery claims the row).
+    new = list(
+        OutboxMessage.objects.filter(
+            dedupe_key__in=[row.dedupe_key for row in rows], created_at=now
+        ).values_list("pk", flat=True)
+    )
+    for pk in new:
+        transaction.on_commit(partial(_send_later, pk))
+    return len(new)
 
+
+def _message(*, now, account, to_email, language, first_name, event, context, dedupe_key):
+    """The outbox row of one e-mail, checked and rendered, not stored."""
+    _check_message(event=event, context=context, dedupe_key=dedupe_key)
     render_context = {
         **context,
         "first_name": first_name,
         "site_url": settings.KERNODECK_SITE_URL,
     }
     subject, text, html = _render(event=event, language=language, context=render_context)
-    now = clock.now()
-    message = OutboxMessage(
+    return OutboxMessage(
         dedupe_key=dedupe_key,
         account=account,
         event=event,
@@ -235,6 +257,36 @@ def _enqueue(
         context=context,
         created_at=now,
         next_attempt_at=now,
+    )
+
+
+def _check_message(*, event, context, dedupe_key) -> None:
+    if event not in EVENTS:
+        raise ValueError(f"unknown e-mail event {event!r}")
+    if not dedupe_key or len(dedupe_key) > 200:
+        raise ValueError("dedupe_key must be 1 to 200 characters")
+    _check_context(context, path="context")
+    missing = EVENTS[event] - set(context)
+    if missing:
+        raise ValueError(f"{event} needs context keys: {', '.join(sorted(missing))}")
+
+
+def _enqueue(
+    *, account, to_email, language, first_name, event, context, dedupe_key
+) -> OutboxMessage:
+    _check_message(event=event, context=context, dedupe_key=dedupe_key)
+    existing = OutboxMessage.objects.filter(dedupe_key=dedupe_key).first()
+    if existing is not None:
+        return existing
+    message = _message(
+        now=clock.now(),
+        account=account,
+        to_email=to_email,
+        language=language,
+        first_name=first_name,
+        event=event,
+        context=context,
+        dedupe_key=dedupe_key,
     )
     try:
         # A savepoint, so losing the race to a concurrent enqueue leaves the caller's

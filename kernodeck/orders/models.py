@@ -132,6 +132,12 @@ class Order(models.Model):
                 & ~models.Q(rental_state__in=sorted(RELEASED_RENTAL_STATES)),
                 name="orders_order_live_rental_idx",
             ),
+            # The rental clock's ticks (reminders, ends) read running rentals by their end.
+            models.Index(
+                fields=["ends_at"],
+                condition=models.Q(rental_state__in=[RentalState.ACTIVE, RentalState.SUSPENDED]),
+                name="orders_order_running_ends_idx",
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -50,6 +50,14 @@ def offer_quote(*, offer_obj, days, units, preparation) -> Quote:
     return _within_units(result, available=capacity.units_free(offer=offer_obj))
 
 
+def listing_quote(*, listing, days, units, preparation) -> Quote:
+    """offer_quote from a catalog listing (its prices and units free, as the catalog cache
+    holds them): no query. For pages that show a quote; registering counts live."""
+    sheet = catalog_selectors.price_sheet(listing.offer, listing.prices)
+    result = quote(sheet, days=days, units=units, preparation=preparation)
+    return _within_units(result, available=listing.units_available)
+
+
 def configuration_quote(*, offer, days, units, preparation) -> Quote:
     """Quote a configuration given by the offer's slug (configurator, API, orders)."""
     offer_obj = catalog_selectors.offer_get_active(slug=offer)

@@ -73,7 +73,9 @@ class RentalOut(Schema):
     allocation: list[AllocationOut]
 
 
-def rental_out(order) -> dict:
+def rental_out(order, row: dict | None = None) -> dict:
+    """A rental for operators; `row` is its desk row when listed (`selectors.desk_rows`)."""
+    row = row or selectors.desk_rows([order])[0]
     return {
         "reference": order.reference,
         "rental_state": order.rental_state,
@@ -84,11 +86,11 @@ def rental_out(order) -> dict:
         "days": order.days,
         "preparation": order.preparation,
         "customer": order.owner.email,
-        "ssh_keys": selectors.ssh_key_fingerprints(order),
-        "waiting_seconds": selectors.waiting_seconds(order),
+        "ssh_keys": row["keys"],
+        "waiting_seconds": row["waiting"],
         "starts_at": order.starts_at,
         "ends_at": order.ends_at,
-        "allocation": selectors.allocation_of(order),
+        "allocation": row["allocation"],
     }
 
 
@@ -107,7 +109,8 @@ def rentals(
             % {"states": ", ".join(RentalState.values)},
             field="state",
         )
-    return [rental_out(order) for order in selectors.rentals_for_desk(state=state)[:500]]
+    rows = selectors.desk_rows(selectors.rentals_for_desk(state=state)[:500])
+    return [rental_out(row["order"], row) for row in rows]
 
 
 class ReasonIn(InputSchema):

@@ -69,15 +69,7 @@ def desk(request):
     state = request.GET.get("state", "")
     if state not in RentalState.values:
         state = ""
-    rows = [
-        {
-            "order": order,
-            "waiting": selectors.waiting_seconds(order),
-            "allocation": selectors.allocation_of(order),
-            "keys": selectors.ssh_key_fingerprints(order),
-        }
-        for order in selectors.rentals_for_desk(state=state)[:300]
-    ]
+    rows = selectors.desk_rows(selectors.rentals_for_desk(state=state)[:300])
     return render(
         request,
         "provisioning/desk.html",

@@ -6,6 +6,7 @@ from pathlib import Path
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
+from kernodeck.core import fragments
 from kernodeck.core.errors import InvalidInput
 from kernodeck.sizing import estimator, guides
 from kernodeck.sizing.charts import PART_LABELS, build_chart
@@ -29,6 +30,12 @@ def sizing(request):
     submitted = "mode" in request.GET
     form = SizingForm(request.GET if submitted else None)
     context = {"form": form, "margin_percent": round(estimator.MARGIN * 100)}
+    if not submitted:
+        # The empty form is the same for every visitor in a language: rendered once
+        # (core/fragments.py); its fields' group rendering was most of the page's time.
+        context["form_html"] = fragments.rendered(
+            "sizing/_form.html", lambda: {"form": SizingForm()}
+        )
     if submitted and form.is_valid():
         try:
             label, arch = architecture_from_input(
@@ -67,12 +74,19 @@ def guide(request, slug: str):
     page = guides.GUIDES.get(slug)
     if page is None:
         raise Http404
-    context = {"guide": page, "guides": list(guides.GUIDES.values())}
-    if page.example:
-        context.update(
-            example_name=page.example, example=(EXAMPLES / page.example).read_text("utf-8")
-        )
-    return render(request, "sizing/guide.html", context)
+
+    def context() -> dict:
+        context = {"guide": page, "guides": list(guides.GUIDES.values())}
+        if page.example:
+            context.update(
+                example_name=page.example, example=(EXAMPLES / page.example).read_text("utf-8")
+            )
+        return context
+
+    # The guide's content is rendered once per language (core/fragments.py); `slug` is
+    # one of the known guides' (an unknown one is a 404 above).
+    content = fragments.rendered("sizing/_guide_content.html", context, key=page.slug)
+    return render(request, "sizing/guide.html", {"guide": page, "content": content})
 
 
 def example_download(request, name: str):

@@ -85,7 +85,13 @@ def _extension_out(extension) -> dict | None:
 def ticket_out(ticket) -> dict:
     """A ticket with its thread; `redactions` is what was removed from its latest customer
     message (each message also carries its own)."""
-    messages = list(selectors.ticket_messages(ticket=ticket))
+    thread = getattr(ticket, "thread", None)  # prefetched when listed
+    messages = thread if thread is not None else list(selectors.ticket_messages(ticket=ticket))
+    listed = getattr(ticket, "extension_list", None)
+    if listed is not None:
+        extension = listed[-1] if listed else None
+    else:
+        extension = selectors.extensions_of(ticket=ticket).last()
     latest_customer = next((m for m in reversed(messages) if not m.from_staff), None)
     return {
         "id": str(ticket.pk),
@@ -105,7 +111,7 @@ def ticket_out(ticket) -> dict:
             for m in messages
         ],
         "redactions": latest_customer.redactions if latest_customer else [],
-        "extension": _extension_out(selectors.extensions_of(ticket=ticket).last()),
+        "extension": _extension_out(extension),
     }
 
 
@@ -125,7 +131,7 @@ def ticket_create(request, payload: TicketIn):
 
 @router.get("/tickets", response=list[TicketOut])
 def ticket_list(request):
-    return [ticket_out(t) for t in selectors.tickets_for(owner=request.auth)[:100]]
+    return [ticket_out(t) for t in selectors.tickets_with_threads(owner=request.auth)[:100]]
 
 
 @router.get("/tickets/{ticket_id}", response=TicketOut)

@@ -3,7 +3,7 @@
 import uuid
 
 from django.apps import apps
-from django.db.models import Count
+from django.db.models import Count, Prefetch
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts.models import User, normalize_email
@@ -20,6 +20,7 @@ from kernodeck.support.models import (
     Extension,
     ExtensionStatus,
     Kind,
+    Message,
     Status,
     Ticket,
 )
@@ -67,8 +68,28 @@ def ticket_get_for_staff(*, ticket_id) -> Ticket:
     return ticket
 
 
+def _attachments_listed() -> Prefetch:
+    """Attachments as a thread lists them: name, type and size, never their bytes."""
+    return Prefetch("attachments", queryset=Attachment.objects.defer("data").order_by("id"))
+
+
 def ticket_messages(*, ticket):
-    return ticket.messages.select_related("author").prefetch_related("attachments")
+    return ticket.messages.select_related("author").prefetch_related(_attachments_listed())
+
+
+def tickets_with_threads(*, owner):
+    """The owner's tickets with their messages (`thread`) and extensions (`extension_list`,
+    oldest first) prefetched: three queries for any number of tickets."""
+    return tickets_for(owner=owner).prefetch_related(
+        Prefetch(
+            "messages", queryset=Message.objects.order_by("created_at", "id"), to_attr="thread"
+        ),
+        Prefetch(
+            "extensions",
+            queryset=Extension.objects.order_by("created_at", "id"),
+            to_attr="extension_list",
+        ),
+    )
 
 
 def attachment_get(*, ticket, attachment_id):

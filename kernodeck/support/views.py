@@ -4,6 +4,7 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -25,6 +26,8 @@ from kernodeck.payments import services as payment_services
 from kernodeck.support import selectors, services
 from kernodeck.support.forms import AccessRequestForm, ReplyForm, TicketForm
 from kernodeck.support.models import ExtensionStatus, Kind
+
+TICKETS_PER_PAGE = 50
 
 PREVIEW_FIELDS = (
     "subject",
@@ -63,7 +66,12 @@ def ticket_list(request):
     return render(
         request,
         "support/list.html",
-        {"tickets": selectors.tickets_for(owner=request.user), "kinds": Kind.choices},
+        {
+            "page": Paginator(
+                selectors.tickets_for(owner=request.user), TICKETS_PER_PAGE
+            ).get_page(request.GET.get("page")),
+            "kinds": Kind.choices,
+        },
     )
 
 

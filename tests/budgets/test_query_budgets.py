@@ -36,7 +36,8 @@ ENDPOINTS = [
     ("topup-page", CUSTOMER, lambda d: f"/balance/topups/{d.topup.pk}/", 5),
     ("account", CUSTOMER, lambda d: "/account/", 5),
     ("catalog", CUSTOMER, lambda d: "/gpus/", 7),
-    ("configurator", CUSTOMER, lambda d: f"/gpus/{d.offer.slug}/", 10),
+    # The configurator builds the catalog's own cache entry on a miss (availability once).
+    ("configurator", CUSTOMER, lambda d: f"/gpus/{d.offer.slug}/", 7),
     (
         "configurator-summary",
         CUSTOMER,

@@ -288,6 +288,29 @@ def test_a_cache_hit_asks_the_database_nothing(client, django_assert_num_queries
         )
 
 
+def test_the_configurator_reads_the_catalogs_entry_and_asks_the_database_nothing(
+    client, django_assert_num_queries
+):
+    offer = make_offer(units_total=5)
+    configurator = reverse("catalog:configure", args=[offer.slug])
+    summary = reverse("catalog:summary", args=[offer.slug])
+    client.get(reverse("catalog:list"), **EN)
+
+    with django_assert_num_queries(0):
+        page = client.get(configurator, {"days": 7, "units": 5}, **EN)
+        refused = client.get(summary, {"days": 7, "units": 6}, **EN)
+        unknown = client.get(reverse("catalog:configure", args=["nope"]), **EN)
+    assert page.status_code == 200
+    assert "5 units" in page.content.decode()
+    assert refused.status_code == 200
+    assert f"Only 5 {offer.gpu_model} units are free right now." in refused.content.decode()
+    assert unknown.status_code == 404
+
+    make_order(offer=offer, units=2)  # a change bumps the entry both pages read
+    refused = client.get(summary, {"days": 7, "units": 5}, **EN)
+    assert f"Only 3 {offer.gpu_model} units are free right now." in refused.content.decode()
+
+
 def test_without_a_working_cache_the_catalog_and_orders_still_work(client, settings, caplog):
     """The cache is an optimisation: when Redis is down, pages read the database and
     changes still commit (their bump is logged, not raised)."""

@@ -21,12 +21,14 @@ from kernodeck.provisioning.selectors.access import (
 from kernodeck.provisioning.selectors.desk import (
     DESK_STATES,
     delivery_defaults,
+    desk_rows,
     node_get,
     nodes_with_slots,
     releases_pending_for_desk,
     rental_get,
     rentals_for_desk,
     ssh_key_fingerprints,
+    ssh_key_fingerprints_of,
     step_in_flight,
     waiting_seconds,
 )
@@ -44,6 +46,7 @@ from kernodeck.provisioning.selectors.overview import (
 )
 from kernodeck.provisioning.selectors.specs import (
     allocation_of,
+    allocations_of,
     node_live_orders,
     node_ref,
     nodes_to_reconcile,
@@ -66,7 +69,9 @@ __all__ = [
     "access_for_owner_by_order",
     "access_view",
     "allocation_of",
+    "allocations_of",
     "delivery_defaults",
+    "desk_rows",
     "latest_delivery",
     "node_get",
     "node_gpu_use",
@@ -86,6 +91,7 @@ __all__ = [
     "rental_spec",
     "rentals_for_desk",
     "ssh_key_fingerprints",
+    "ssh_key_fingerprints_of",
     "step_in_flight",
     "waiting_seconds",
 ]

@@ -11,6 +11,7 @@ from kernodeck.core import clock
 from kernodeck.core.errors import NotFound
 from kernodeck.orders.models import Order, RentalState
 from kernodeck.provisioning.models import Allocation, GpuSlot, Node, StepLease
+from kernodeck.provisioning.selectors.specs import allocations_of
 
 DESK_STATES = (
     RentalState.QUEUED,
@@ -87,11 +88,37 @@ def rental_get(*, reference: str) -> Order:
 
 
 def ssh_key_fingerprints(order: Order) -> list[str]:
-    return list(
-        SshKey.objects.filter(user_id=order.owner_id)
-        .order_by("created_at", "pk")
-        .values_list("fingerprint", flat=True)
+    return ssh_key_fingerprints_of([order.owner_id])[order.owner_id]
+
+
+def ssh_key_fingerprints_of(owner_ids) -> dict[int, list[str]]:
+    """{account id: its keys' fingerprints, oldest first} for these accounts, in one query."""
+    keys: dict[int, list[str]] = {pk: [] for pk in owner_ids}
+    rows = (
+        SshKey.objects.filter(user_id__in=list(keys))
+        .order_by("user_id", "created_at", "pk")
+        .values_list("user_id", "fingerprint")
     )
+    for user_id, fingerprint in rows:
+        keys[user_id].append(fingerprint)
+    return keys
+
+
+def desk_rows(orders) -> list[dict]:
+    """[{order, waiting, allocation, keys}] of these rentals: two queries, whatever their
+    number (the allocations of all, the keys of their owners)."""
+    orders = list(orders)
+    allocation = allocations_of(order.pk for order in orders)
+    keys = ssh_key_fingerprints_of({order.owner_id for order in orders})
+    return [
+        {
+            "order": order,
+            "waiting": waiting_seconds(order),
+            "allocation": allocation[order.pk],
+            "keys": keys[order.owner_id],
+        }
+        for order in orders
+    ]
 
 
 def nodes_with_slots():

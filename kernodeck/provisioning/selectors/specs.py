@@ -35,7 +35,7 @@ def node_ref(node: Node) -> NodeRef:
 def _allocations(order: Order, *, include_released: bool):
     rows = Allocation.objects.filter(order=order).select_related("slot__node")
     live = rows.filter(released_at__isnull=True)
-    if live.exists() or not include_released:
+    if not include_released or live.exists():
         return live
     # After the end: the slots it held last (released together at the end).
     last = rows.aggregate(last=Max("released_at"))["last"]
@@ -122,9 +122,21 @@ def rental_driver_code(spec: RentalSpec) -> str:
 
 def allocation_of(order: Order) -> list[dict]:
     """[{node, slots}] of the order's live allocation."""
-    summary: dict[str, list[int]] = {}
-    for row in _allocations(order, include_released=False).order_by(
-        "slot__node__name", "slot__index"
-    ):
-        summary.setdefault(row.slot.node.name, []).append(row.slot.index)
-    return [{"node": node, "slots": slots} for node, slots in summary.items()]
+    return allocations_of([order.pk])[order.pk]
+
+
+def allocations_of(order_ids) -> dict[int, list[dict]]:
+    """{order id: [{node, slots}]} of these orders' live allocations, in one query."""
+    order_ids = list(order_ids)
+    summaries: dict[int, dict[str, list[int]]] = {pk: {} for pk in order_ids}
+    rows = (
+        Allocation.objects.filter(order_id__in=order_ids, released_at__isnull=True)
+        .order_by("order_id", "slot__node__name", "slot__index")
+        .values_list("order_id", "slot__node__name", "slot__index")
+    )
+    for order_id, node, index in rows:
+        summaries[order_id].setdefault(node, []).append(index)
+    return {
+        pk: [{"node": node, "slots": slots} for node, slots in summary.items()]
+        for pk, summary in summaries.items()
+    }

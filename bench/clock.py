@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""The rental clock's minute ticks at 1 000 and 10 000 active rentals: time and statements.
+
+    python3 bench/clock.py [--sizes 1000 10000] [--ticks 5] [--database kernodeck_bench_clock]
+                           [--redis-db 15]
+
+Seeds a scratch PostgreSQL database (dropped and made again) with active rentals whose ends
+are spread evenly over the next seven days (so about 43 % end within 72 hours, and each of
+those has a reminder due), then runs, per size:
+
+- the first reminder tick, which stores every reminder due (as after a start or an outage);
+- `--ticks` steady reminder ticks with nothing new due (median time, statements of one);
+- `--ticks` ticks of the rental clock (`rentals_end_due`, then `rentals_allocate_waiting`)
+  with nothing ending and nobody waiting.
+
+Times are wall clock in this process against a local PostgreSQL, and on a shared machine
+they move with the load: the load average is printed at the start and the end of each size.
+The statement counts do not move.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.run import PYTHON, environment, free_port  # noqa: E402
+
+UNUSABLE = "!"  # an unusable password hash: the bench's accounts never sign in
+
+
+def _seed(count: int, *, first: int, offer, owners) -> None:
+    from datetime import timedelta
+    from decimal import Decimal
+
+    from kernodeck.core import clock
+    from kernodeck.orders.models import Order, PaymentState, RentalState
+
+    now = clock.now()
+    week = timedelta(days=7).total_seconds()
+    Order.objects.bulk_create(
+        (
+            Order(
+                reference=f"KD-C{i:08d}",
+                owner=owners[i % len(owners)],
+                offer=offer,
+                offer_slug=offer.slug,
+                gpu_model=offer.gpu_model,
+                backend=offer.backend,
+                memory_gib=offer.memory_gib,
+                gpus_per_unit=1,
+                days=30,
+                units=1,
+                gpus=1,
+                preparation="pytorch",
+                unit_price_usd=Decimal("400.00"),
+                total_usd=Decimal("400.00"),
+                created_at=now - timedelta(days=7),
+                hold_until=now - timedelta(days=7),
+                payment_state=PaymentState.SETTLED,
+                settled_at=now - timedelta(days=7),
+                rental_state=RentalState.ACTIVE,
+                rental_state_changed_at=now - timedelta(days=7),
+                starts_at=now - timedelta(days=7),
+                # Spread over the next week, a fraction of a second apart.
+                ends_at=now + timedelta(seconds=60 + week * ((i * 7919) % count) / count),
+            )
+            for i in range(first, first + count)
+        ),
+        batch_size=2000,
+    )
+
+
+def _timed(function, ticks: int) -> tuple[float, int, object]:
+    """(median ms, statements of the last tick, its result) over `ticks` calls."""
+    from django.db import connection
+
+    walls, result, counted = [], None, []
+
+    def count(execute, sql, params, many, context):
+        counted.append(1)
+        return execute(sql, params, many, context)
+
+    for _ in range(ticks):
+        counted.clear()
+        with connection.execute_wrapper(count):
+            started = time.perf_counter()
+            result = function()
+            walls.append(1000 * (time.perf_counter() - started))
+    return statistics.median(walls), len(counted), result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--ticks", type=int, default=5)
+    parser.add_argument("--database", default="kernodeck_bench_clock")
+    parser.add_argument("--redis-db", type=int, default=15)
+    options = parser.parse_args()
+    env = environment(free_port(), database=options.database, redis_db=options.redis_db)
+    psql = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-qc"]
+    subprocess.run([*psql, f"DROP DATABASE IF EXISTS {options.database}"], check=True)
+    subprocess.run([*psql, f"CREATE DATABASE {options.database}"], check=True)
+    subprocess.run(["redis-cli", "-n", str(options.redis_db), "FLUSHDB"], check=True)
+    subprocess.run(
+        [str(PYTHON), "-m", "kernodeck", "migrate", "-v", "0"], env=env, cwd=ROOT, check=True
+    )
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    from kernodeck.accounts.models import User
+    from kernodeck.notifications import reminders
+    from kernodeck.notifications.models import OutboxMessage
+    from kernodeck.provisioning import services
+    from tests.factories import make_offer
+
+    offer = make_offer(units_total=0)
+    owners = User.objects.bulk_create(
+        User(email=f"clock{i}@example.org", password=UNUSABLE, preferred_language="en")
+        for i in range(500)
+    )
+
+    def clock_tick():
+        services.rentals_end_due()
+        services.rentals_allocate_waiting()
+
+    print(
+        "| active rentals | first reminder tick (stores) | steady reminder tick | "
+        "end and allocation tick | load average |"
+    )
+    print("|---:|---|---|---|---|")
+    seeded = 0
+    for size in sorted(options.sizes):
+        _seed(size - seeded, first=seeded, offer=offer, owners=owners)
+        seeded = size
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")  # as autovacuum would have, after a bulk insert
+        load = os.getloadavg()[0]
+        before = OutboxMessage.objects.count()
+        first_ms, first_statements, stored = _timed(reminders.rental_reminders_send, 1)
+        assert OutboxMessage.objects.count() - before == stored
+        steady = _timed(reminders.rental_reminders_send, options.ticks)
+        steady_ms, steady_statements, again = steady
+        assert again == 0, again
+        tick_ms, tick_statements, _ = _timed(clock_tick, options.ticks)
+        print(
+            f"| {size:,} | {first_ms / 1000:.1f} s, {stored:,} reminders, "
+            f"{first_statements:,} statements | {steady_ms:.1f} ms, {steady_statements} "
+            f"statement(s) | {tick_ms:.1f} ms, {tick_statements} statements | "
+            f"{load:.1f} → {os.getloadavg()[0]:.1f} |",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
