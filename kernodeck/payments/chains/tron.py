@@ -247,6 +247,19 @@ class _Scan:
             listed = [entry for entry in listed if entry[2] > 0 and self._credible(*entry)]
             if not listed:
                 continue
+            for _item, contract, amount in listed:
+                # The list's word is checked as a record would be, although the events
+                # decide what is stored: nonsense in it fails the scan (never skipped).
+                ObservedTransfer(
+                    network="tron",
+                    txid=txid,
+                    index=0,
+                    address=address,
+                    asset="USDT" if contract == self.adapter.usdt_contract else "TOKEN",
+                    amount_base=amount,
+                    confirmations=0,
+                    token_contract=contract,
+                )
             info = self._info(txid)
             if not info:
                 continue  # not on the node yet: a later scan indexes it from its logs
