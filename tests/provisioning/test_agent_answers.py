@@ -4,11 +4,11 @@ that node and the inspection goes on to the next."""
 
 import pytest
 
-from kernodeck.provisioning import drivers, driving, services
+from kernodeck.provisioning import drivers, driving
 from kernodeck.provisioning.drivers.answers import MalformedAnswer, check_answer, clean_text
 from kernodeck.provisioning.drivers.base import DriverError, NodeHealth
 from kernodeck.provisioning.models import Node, NodeState
-from tests.factories import make_offer
+from tests.factories import make_offer, make_ssh_node
 
 REF = "KD-AB12-CD34"
 ACCOUNT = "kd-ab12cd34"
@@ -106,9 +106,7 @@ def test_one_nodes_nonsense_is_recorded_on_it_and_the_next_node_is_still_inspect
     try:
         offer = make_offer(units_total=0)
         for name in ("bad-1", "good-2"):
-            services.node_create(
-                name=name, offer=offer, gpu_count=1, host="10.0.0.1", driver="ssh"
-            )
+            make_ssh_node(name=name, offer=offer, gpu_count=1, host="10.0.0.1")
         assert driving.nodes_inspect() == 2
     finally:
         drivers._cache.clear()

@@ -14,7 +14,7 @@ from kernodeck.provisioning import drivers, driving, node_health, selectors, ser
 from kernodeck.provisioning.drivers.base import DriverError, ProvisioningDriver
 from kernodeck.provisioning.drivers.manual import ManualDriver
 from kernodeck.settlement import orders as settlement_orders
-from tests.factories import make_offer, make_order, make_ssh_key
+from tests.factories import make_offer, make_order, make_ssh_key, make_ssh_node
 from tests.provisioning.fake_driver import FakeDriver
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,7 +37,7 @@ def fake(settings):
 
 def automated_offer():
     offer = make_offer(units_total=0)
-    services.node_create(name="auto-1", offer=offer, gpu_count=4, host="10.1.0.1", driver="ssh")
+    make_ssh_node(name="auto-1", offer=offer, gpu_count=4, host="10.1.0.1")
     return offer
 
 
