@@ -208,6 +208,14 @@ def node_health_consequences(*, node: Node, health: NodeHealth) -> Node:
     return node
 
 
+def error_blames_node(error: DriverError) -> bool:
+    """Whether a step's failure is its node's fault and takes the node out at once: a host
+    key problem, or an agent refusal or answer that says the machine is broken."""
+    return isinstance(error, HostKeyChanged | HostKeyNotAccepted) or bool(
+        getattr(error, "blames_node", False)
+    )
+
+
 def driver_error_record(*, error: DriverError, final: bool) -> None:
     """A rental step failed on a node: let that node's health follow, outside transactions.
 

@@ -1,12 +1,13 @@
 """Nodes earn their place (issue 20, item 6), on real SSH test hosts: an agent refusal
 that blames the machine (a garbage `nvidia-smi`) takes the node out at the first refused
-step, with the reason; the customer reads customer words, the desk the node's."""
+step, with the reason, and another node takes the rental when one can; the customer reads
+customer words, the desk the node's."""
 
 import pytest
 
 from kernodeck.orders import capacity
 from kernodeck.orders.models import RentalState
-from kernodeck.provisioning import node_health, services
+from kernodeck.provisioning import node_health, selectors, services
 from kernodeck.provisioning.models import NodeState
 from tests.factories import make_offer, make_order
 from tests.provisioning import test_ssh_provisioning
@@ -42,7 +43,9 @@ def test_a_garbage_nvidia_smi_takes_the_node_out_on_the_first_refused_step(lab):
     finally:
         restore()
 
+    # No other node can take it: it stays failed on the desk, holding its slot.
     assert order.rental_state == RentalState.PROVISIONING_FAILED
+    assert len(selectors.allocation_of(order)) == 1
     assert order.rental_reason == str(services.MACHINE_FAILED)
     assert node.name not in order.rental_reason
     node.refresh_from_db()
@@ -52,6 +55,37 @@ def test_a_garbage_nvidia_smi_takes_the_node_out_on_the_first_refused_step(lab):
     assert capacity.units_free(offer=offer) == 0
     step = node_health.rental_steps(order)[-1]
     assert "nvidia-smi" in step.data["detail"]
+
+
+def test_a_rental_refused_by_a_broken_node_is_taken_up_by_another_node_at_once(lab):
+    """Item 6: the refused step takes the node out, and the rental moves to the healthy
+    node without an operator; the broken node's slots are never sold meanwhile."""
+    from tests.provisioning.test_ssh_provisioning import login
+
+    broken, healthy = lab.hosts
+    offer = make_offer(units_total=0)
+    first = ssh_node(offer, broken)  # the first node takes a one-unit order (ties by id)
+    second = ssh_node(offer, healthy)
+    customer, key_path = customer_with_key(lab, "laptop")
+    order = make_order(owner=customer, offer=offer, units=1, preparation="python")
+    undo = own_account_prefix(lab, healthy)
+    restore = garbage_nvidia_smi(broken)
+    try:
+        order = settle(order)
+        steps = [e.data["detail"][:200] for e in node_health.rental_steps(order)]
+        assert order.rental_state == RentalState.ACTIVE, steps
+        assert "nvidia-smi" in steps[0]  # the refusal on the broken node, kept for the desk
+        assert [a["node"] for a in selectors.allocation_of(order)] == [second.name]
+        first.refresh_from_db()
+        assert first.state == NodeState.MAINTENANCE
+        assert node_health.rental_failed_attempts(order) == 1
+        probe = login(healthy, selectors.latest_delivery(order).user, key_path, "true")
+        assert probe.returncode == 0, probe.stderr
+        # Only the healthy node's three other GPUs are for sale; the broken one's are not.
+        assert capacity.units_free(offer=offer) == healthy.gpu_count - 1
+    finally:
+        restore()
+        undo()
 
 
 def own_account_prefix(lab, host):
