@@ -350,7 +350,7 @@ def test_a_changed_host_key_stops_every_operation_and_alerts(lab):
     assert AuditEvent.objects.filter(action="provisioning.node_host_key_changed").count() == 1
     alerts = [m for m in mail.outbox if "host key" in m.subject.lower()]
     assert [(m.subject, m.to) for m in alerts] == [
-        (f"[Django] {node.name}: Host key changed", ["ops@kernodeck.test"])
+        (f"[Kernodeck] {node.name}: Host key changed", ["ops@kernodeck.test"])
     ]
     from kernodeck.provisioning import alerts as node_alerts
 
