@@ -417,6 +417,9 @@ WHITENOISE_USE_FINDERS = True
 
 globals().update(email_settings(os.environ.get("KERNODECK_EMAIL_URL", "console:")))
 DEFAULT_FROM_EMAIL = globals().get("DEFAULT_FROM_EMAIL", "Kernodeck <noreply@localhost>")
+# Operator alerts (mail_admins) come from the same sender, named as ours, not Django's.
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+EMAIL_SUBJECT_PREFIX = "[Kernodeck] "
 # The site's public address, for links in e-mails (no trailing slash).
 KERNODECK_SITE_URL = os.environ.get("KERNODECK_SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 if urlsplit(KERNODECK_SITE_URL).scheme not in {"http", "https"}:

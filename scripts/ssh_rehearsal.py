@@ -86,10 +86,9 @@ def rehearse(lab):
     say(f"new node {node.name}: {node.state} — {node.state_reason}")
     say(f"operator compares and accepts {fingerprint(node.host_key_offered)}")
     node_health.node_host_key_accept(node=node, offered=node.host_key_offered, actor=operator)
-    services.node_state_set(node=node, state="available", reason="key accepted", actor=operator)
-    driving.nodes_inspect()
+    driving.nodes_inspect()  # the first successful inspection puts it in service
     node.refresh_from_db()
-    say(f"health: {node.health}")
+    say(f"in service: {node.state}; health: {node.health}")
 
     customer = make_user()
     key_path, public = lab.make_key("customer")

@@ -105,3 +105,21 @@ def make_operator(*, perms=("operate_rentals", "view_access")):
         *Permission.objects.filter(content_type__app_label="provisioning", codename__in=perms)
     )
     return user
+
+
+TEST_HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestHostKeyOfANodeInServiceForTests00"
+
+
+def make_ssh_node(*, host_key=TEST_HOST_KEY, **fields):
+    """An ssh node already in service: as if its host key had been accepted and its first
+    inspection had succeeded (a new ssh node starts in maintenance until then)."""
+    from kernodeck.core import clock
+    from kernodeck.provisioning.models import Node
+    from kernodeck.provisioning.services import node_create
+
+    node = node_create(driver="ssh", **fields)
+    Node.objects.filter(pk=node.pk).update(
+        host_key=host_key, commissioned_at=clock.now(), state="available", state_reason=""
+    )
+    node.refresh_from_db()
+    return node

@@ -64,12 +64,23 @@ def node_detail(request, name):
                 messages.success(request, _("Settings saved."))
                 return redirect("backoffice_nodes:detail", name=node.name)
             if action == "accept" and accept_form.is_valid():
-                node_health.node_host_key_accept(
+                node = node_health.node_host_key_accept(
                     node=node, offered=accept_form.cleaned_data["offered"], actor=request.user
                 )
-                messages.success(
-                    request, _("Host key accepted. Put the node in service when ready.")
-                )
+                if node.commissioned_at is None:
+                    # A new node enters service at its first successful inspection: now.
+                    transaction.on_commit(lambda: tasks.node_inspect_task(node.pk))
+                    messages.success(
+                        request,
+                        _(
+                            "Host key accepted. The node is being inspected; it enters "
+                            "service by itself once the inspection succeeds."
+                        ),
+                    )
+                else:
+                    messages.success(
+                        request, _("Host key accepted. Put the node in service when ready.")
+                    )
                 return redirect("backoffice_nodes:detail", name=node.name)
             if action == "inspect":
                 transaction.on_commit(lambda: tasks.node_inspect_task(node.pk))

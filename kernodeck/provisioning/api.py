@@ -8,6 +8,7 @@ refused with 403 (a customer's token included). Access details need
 from datetime import datetime
 from typing import Annotated, Literal
 
+from django.db import transaction
 from django.utils.translation import gettext as _
 from ninja import Router, Schema, Status
 from pydantic import AfterValidator, Field, StrictInt, WithJsonSchema
@@ -17,7 +18,7 @@ from kernodeck.core.errors import InvalidInput, NotAllowed
 from kernodeck.core.requests import client_ip
 from kernodeck.core.schemas import InputSchema
 from kernodeck.orders.models import RentalState
-from kernodeck.provisioning import node_health, selectors, services
+from kernodeck.provisioning import node_health, selectors, services, tasks
 from kernodeck.provisioning.drivers.ssh import fingerprint
 from kernodeck.provisioning.models import DriverCode, NodeState
 
@@ -243,7 +244,8 @@ def nodes(request):
 
 @router.post("/nodes", response={201: NodeOut})
 def node_create(request, payload: NodeIn):
-    """Add a node: its GPUs become slots and count in the catalog at once."""
+    """Add a node: its GPUs become slots. A manual node's count in the catalog at once; an
+    ssh node's once its host key is accepted and its first inspection succeeded."""
     actor = _operator(request)
     offer = catalog_selectors.offer_get(slug=payload.offer)
     node = services.node_create(actor=actor, **{**payload.dict(), "offer": offer})
@@ -269,7 +271,10 @@ def node_host_key_accept(request, name: str, payload: HostKeyIn):
     """Pin the host key the node offers (the one you compared on the machine)."""
     actor = _operator(request)
     node = selectors.node_get(name=name)
-    node_health.node_host_key_accept(node=node, offered=payload.offered, actor=actor)
+    node = node_health.node_host_key_accept(node=node, offered=payload.offered, actor=actor)
+    if node.commissioned_at is None:
+        # A new node enters service at its first successful inspection: now.
+        transaction.on_commit(lambda: tasks.node_inspect_task(node.pk))
     return selectors.nodes_with_slots().get(pk=node.pk)
 
 

@@ -61,6 +61,9 @@ def _prepare_and_deliver(order, spec, driver, *, last_attempt: bool) -> None:
         services.rental_fail(
             order=order, reason=str(services.MACHINE_FAILED), detail=error.message, actor=None
         )
+        if node_health.error_blames_node(error):
+            # The node is out of service now: other nodes take the rental when they can.
+            services.rental_retry_elsewhere(order=order)
         return
     if access is None:
         return  # a person delivers (manual driver)

@@ -65,6 +65,14 @@ class Node(models.Model):
     health_checked_at = models.DateTimeField(
         null=True, blank=True, verbose_name=_("health checked at")
     )
+    # An automated node earns its place in the catalog: it is created in maintenance and
+    # enters service at its first successful inspection after its host key was accepted.
+    commissioned_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text=_("First successful inspection with an accepted host key."),
+        verbose_name=_("commissioned at"),
+    )
     created_at = models.DateTimeField(verbose_name=_("created at"))
     # The ssh driver: the host key an operator accepted (pinned), the one the node offers
     # when it differs or none is pinned yet, and how the agent runs on the node.

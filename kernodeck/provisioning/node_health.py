@@ -81,6 +81,30 @@ def _flag_running_rentals(node: Node, reason: str) -> int:
     return flagged
 
 
+def _commission(node: Node) -> Node:
+    """The first successful inspection of an automated node with an accepted host key (a
+    healthy report can only come through the pinned key): it earns its place in the
+    catalog. A node still held in maintenance since it was added enters service; one an
+    operator drained or retired meanwhile stays where it is. Waiting orders get the new
+    slots at the next minute's allocation pass."""
+    node.commissioned_at = clock.now()
+    fields = ["commissioned_at"]
+    before = node.state
+    if node.state == NodeState.MAINTENANCE:
+        node.state, node.state_reason = NodeState.AVAILABLE, ""
+        fields += ["state", "state_reason"]
+        catalog_services.catalog_changed()
+    node.save(update_fields=fields)
+    audit_record(
+        action="provisioning.node_commissioned",
+        target=node,
+        before={"state": before},
+        after={"state": node.state},
+        data={"reason": str(_("First inspection succeeded with the accepted host key."))},
+    )
+    return node
+
+
 def node_health_record(*, node: Node, health: NodeHealth) -> Node:
     """Store a driver's inspect() report on the node (no audit: it is a measurement), then
     apply what it means for an automated node (`node_health_consequences`)."""
@@ -112,6 +136,13 @@ def node_health_consequences(*, node: Node, health: NodeHealth) -> Node:
         if problem in HOST_KEY_PROBLEMS and node.host_key_offered != offered:
             node.host_key_offered = offered
             node.save(update_fields=["host_key_offered"])
+        if (
+            health.ok
+            and node.driver != DriverCode.MANUAL
+            and node.host_key
+            and node.commissioned_at is None
+        ):
+            return _commission(node)
         if health.ok or node.driver == DriverCode.MANUAL:
             return node
         reason = _reason(health)
@@ -175,6 +206,14 @@ def node_health_consequences(*, node: Node, health: NodeHealth) -> Node:
                     ),
                 )
     return node
+
+
+def error_blames_node(error: DriverError) -> bool:
+    """Whether a step's failure is its node's fault and takes the node out at once: a host
+    key problem, or an agent refusal or answer that says the machine is broken."""
+    return isinstance(error, HostKeyChanged | HostKeyNotAccepted) or bool(
+        getattr(error, "blames_node", False)
+    )
 
 
 def driver_error_record(*, error: DriverError, final: bool) -> None:

@@ -6,9 +6,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from kernodeck.provisioning import services as provisioning_services
 from kernodeck.support.models import Ticket
-from tests.factories import make_offer, make_settled_order, make_user
+from tests.factories import make_offer, make_settled_order, make_ssh_node, make_user
 from tests.support.helpers import problem_ticket
 
 pytestmark = pytest.mark.django_db
@@ -27,9 +26,7 @@ def operator(client):
 def busy_backoffice():
     """A queued rental on the desk, an ssh node, and a ticket in the inbox."""
     offer = make_offer(units_total=0)
-    provisioning_services.node_create(
-        name="es-node-1", offer=offer, gpu_count=2, host="10.9.0.7", driver="ssh"
-    )
+    make_ssh_node(name="es-node-1", offer=offer, gpu_count=2, host="10.9.0.7")
     customer = make_user()
     order = make_settled_order(owner=customer, offer=offer)
     problem_ticket(owner=customer, order=order, subject="Se cae")

@@ -4,11 +4,12 @@ that node and the inspection goes on to the next."""
 
 import pytest
 
-from kernodeck.provisioning import drivers, driving, services
+from kernodeck.provisioning import drivers, driving
 from kernodeck.provisioning.drivers.answers import MalformedAnswer, check_answer, clean_text
 from kernodeck.provisioning.drivers.base import DriverError, NodeHealth
+from kernodeck.provisioning.drivers.ssh import blames_node
 from kernodeck.provisioning.models import Node, NodeState
-from tests.factories import make_offer
+from tests.factories import make_offer, make_ssh_node
 
 REF = "KD-AB12-CD34"
 ACCOUNT = "kd-ab12cd34"
@@ -115,9 +116,7 @@ def test_one_nodes_nonsense_is_recorded_on_it_and_the_next_node_is_still_inspect
     try:
         offer = make_offer(units_total=0)
         for name in ("bad-1", "good-2"):
-            services.node_create(
-                name=name, offer=offer, gpu_count=1, host="10.0.0.1", driver="ssh"
-            )
+            make_ssh_node(name=name, offer=offer, gpu_count=1, host="10.0.0.1")
         assert driving.nodes_inspect() == 2
     finally:
         drivers._cache.clear()
@@ -128,3 +127,18 @@ def test_one_nodes_nonsense_is_recorded_on_it_and_the_next_node_is_still_inspect
     assert bad.state == NodeState.MAINTENANCE
     assert bad.state_reason.startswith("Malformed agent answer: ValueError")
     assert good.health["ok"] is True and good.state == NodeState.AVAILABLE
+
+
+@pytest.mark.parametrize(
+    ("message", "blamed"),
+    [
+        ("ValueError: unexpected nvidia-smi line: 'garbage'", True),
+        ("nvidia-smi is not installed on this host", True),
+        ("GPU 3 is not present on this host", True),  # fewer GPUs than slots: a mismatch
+        ("/dev/nvidia2 has no device file", True),
+        ("GPU 0 is held by another rental on this host", False),  # the rental's, not the node's
+        ("the preparation failed: pip: no matching distribution", False),
+    ],
+)
+def test_the_refusals_that_blame_the_node_are_told_apart(message, blamed):
+    assert blames_node(message) is blamed

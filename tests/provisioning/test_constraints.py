@@ -41,7 +41,7 @@ from kernodeck.provisioning.models import (
 )
 from kernodeck.settlement import orders as settlement_orders
 from tests.constraint_races import needs_postgres, race, unexpected
-from tests.factories import make_offer, make_operator, make_order, make_ssh_key
+from tests.factories import make_offer, make_operator, make_order, make_ssh_key, make_ssh_node
 
 
 def _node(offer, name="n-1", **fields):
@@ -277,7 +277,7 @@ def test_allocating_an_allocated_rental_again_changes_nothing():
 @pytest.mark.django_db
 def test_a_release_confirmed_twice_frees_once_and_after_its_request():
     offer = make_offer(units_total=0)
-    node = _node(offer, driver="ssh")
+    node = make_ssh_node(name="n-1", offer=offer, gpu_count=2, host="10.0.0.1")
     order = _allocated_order(offer)
     Allocation.objects.filter(order=order).update(release_requested_at=order.created_at)
     assert services.rental_release_confirm(order=order, node_id=node.pk) == 1

@@ -13,8 +13,9 @@ from kernodeck.orders.models import Order, RentalState
 from kernodeck.provisioning import drivers, driving, node_health, selectors, services, tasks
 from kernodeck.provisioning.drivers.base import DriverError, ProvisioningDriver
 from kernodeck.provisioning.drivers.manual import ManualDriver
+from kernodeck.provisioning.models import Node
 from kernodeck.settlement import orders as settlement_orders
-from tests.factories import make_offer, make_order, make_ssh_key
+from tests.factories import make_offer, make_order, make_ssh_key, make_ssh_node
 from tests.provisioning.fake_driver import FakeDriver
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,7 +40,7 @@ def fake(settings):
 
 def automated_offer():
     offer = make_offer(units_total=0)
-    services.node_create(name="auto-1", offer=offer, gpu_count=4, host="10.1.0.1", driver="ssh")
+    make_ssh_node(name="auto-1", offer=offer, gpu_count=4, host="10.1.0.1")
     return offer
 
 
@@ -171,3 +172,45 @@ def test_inspect_stores_each_nodes_health(fake):
 
     node = Node.objects.get(name="auto-1")
     assert node.health == {"ok": True, "detail": "8 GPUs", "gpus_seen": 4}
+
+
+class BrokenNodes(FakeDriver):
+    """Every node refuses with words that blame the machine (as the ssh driver's
+    `blames_node` marks an agent's 'nvidia-smi failed')."""
+
+    def prepare(self, rental):
+        self.calls.append(("prepare", rental.reference, rental.allocation, ()))
+        error = DriverError("nvidia-smi failed on this host", retryable=False)
+        error.node, error.blames_node = rental.allocation[0].node.name, True
+        raise error
+
+
+@pytest.mark.parametrize("max_attempts", [3, 1])
+def test_a_rental_refused_by_broken_nodes_moves_on_until_none_is_left(settings, max_attempts):
+    """Item 6: each refusal that blames its node takes that node out at once and moves the
+    rental to another node while one can hold it and attempts are left; then it stays
+    failed on the desk, with its slots."""
+    settings.KERNODECK_PROVISIONING_DRIVERS = {
+        "manual": "kernodeck.provisioning.drivers.manual.ManualDriver",
+        "ssh": "tests.provisioning.test_driving.BrokenNodes",
+    }
+    settings.KERNODECK_PROVISIONING_MAX_ATTEMPTS = max_attempts
+    drivers._cache.clear()
+    BrokenNodes.calls = []
+    try:
+        offer = automated_offer()
+        make_ssh_node(name="auto-2", offer=offer, gpu_count=4, host="10.1.0.2")
+        order = make_order(offer=offer)
+        make_ssh_key(order.owner)
+        settlement_orders.order_settle(order=order, cause={"test": 1})
+    finally:
+        drivers._cache.clear()
+
+    order.refresh_from_db()
+    tried = [call[2][0].node.name for call in BrokenNodes.calls if call[0] == "prepare"]
+    assert tried == ["auto-1", "auto-2"][:max_attempts]
+    assert order.rental_state == RentalState.PROVISIONING_FAILED
+    assert selectors.allocation_of(order) == [{"node": tried[-1], "slots": [0]}]
+    assert node_health.rental_failed_attempts(order) == len(tried)
+    states = dict(Node.objects.values_list("name", "state"))
+    assert [states[name] for name in tried] == ["maintenance"] * len(tried)

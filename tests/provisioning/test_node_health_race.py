@@ -7,10 +7,10 @@ from django.db import connection, connections
 
 from kernodeck.core.errors import Conflict
 from kernodeck.core.models import AuditEvent
-from kernodeck.provisioning import node_health, services
+from kernodeck.provisioning import node_health
 from kernodeck.provisioning.drivers.base import NodeHealth
 from kernodeck.provisioning.models import Node, NodeState
-from tests.factories import make_offer, make_operator
+from tests.factories import make_offer, make_operator, make_ssh_node
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -28,9 +28,7 @@ def _needs_postgres():
 
 def ssh_node():
     offer = make_offer(units_total=0)
-    return services.node_create(
-        name=f"{offer.slug}-n1", offer=offer, gpu_count=4, host="10.9.0.2", driver="ssh"
-    )
+    return make_ssh_node(name=f"{offer.slug}-n1", offer=offer, gpu_count=4, host="10.9.0.2")
 
 
 def race(racers, work):

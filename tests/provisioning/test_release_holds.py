@@ -199,7 +199,10 @@ def test_an_operator_acknowledges_an_alert_and_it_leaves_the_desk(client, settin
         message="again",
         action="again",
     ) == (alert, False)
-    assert [m.subject for m in mail.outbox] == [f"[Django] {node.name}: Host key changed"]
+    assert [m.subject for m in mail.outbox] == [f"[Kernodeck] {node.name}: Host key changed"]
+    assert [(m.from_email, m.to) for m in mail.outbox] == [
+        (settings.DEFAULT_FROM_EMAIL, ["ops@kernodeck.test"])
+    ]
     operator = make_operator()
     assert client.login(email=operator.email, password=PASSWORD)
     assert "The host key changed." in client.get("/backoffice/rentals/").content.decode()

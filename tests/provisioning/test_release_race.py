@@ -15,7 +15,7 @@ from kernodeck.provisioning import alerts, drivers, driving, services
 from kernodeck.provisioning.drivers.base import DriverError
 from kernodeck.provisioning.models import AlertKind, Allocation
 from kernodeck.settlement import orders as settlement_orders
-from tests.factories import make_offer, make_operator, make_order, make_ssh_key
+from tests.factories import make_offer, make_operator, make_order, make_ssh_key, make_ssh_node
 from tests.loopback import LoopbackServer
 from tests.provisioning.fake_driver import FakeDriver
 
@@ -39,9 +39,7 @@ def fake(settings):
 
 def ended_with_release_pending():
     offer = make_offer(units_total=0)
-    node = services.node_create(
-        name="auto-1", offer=offer, gpu_count=1, host="10.1.0.1", driver="ssh"
-    )
+    node = make_ssh_node(name="auto-1", offer=offer, gpu_count=1, host="10.1.0.1")
     order = make_order(offer=offer, units=1)
     make_ssh_key(order.owner)
     settlement_orders.order_settle(order=order, cause={"test": 1})

@@ -82,6 +82,9 @@ def ssh_node(offer, host, *, pinned=True, **fields):
         driver="ssh",
         admin_user="root",
     )
+    if pinned:  # as if accepted and inspected: in service (a new ssh node waits for that)
+        in_service = {"commissioned_at": clock.now(), "state": "available", "state_reason": ""}
+        fields = in_service | fields
     Node.objects.filter(pk=node.pk).update(
         host_key=host.host_public_key() if pinned else "",
         agent_dir=host.agent_dir,
@@ -347,7 +350,7 @@ def test_a_changed_host_key_stops_every_operation_and_alerts(lab):
     assert AuditEvent.objects.filter(action="provisioning.node_host_key_changed").count() == 1
     alerts = [m for m in mail.outbox if "host key" in m.subject.lower()]
     assert [(m.subject, m.to) for m in alerts] == [
-        (f"[Django] {node.name}: Host key changed", ["ops@kernodeck.test"])
+        (f"[Kernodeck] {node.name}: Host key changed", ["ops@kernodeck.test"])
     ]
     from kernodeck.provisioning import alerts as node_alerts
 
@@ -386,12 +389,22 @@ def test_a_new_node_shows_its_fingerprint_until_accepted_and_a_lost_gpu_takes_it
     assert fingerprint(node.host_key_offered) in node.state_reason
     assert not (host.base / "agent" / AGENT_NAME).exists()  # nothing sent yet
 
+    # Not sellable yet: neither accepted nor inspected, and an operator cannot force it.
+    assert capacity.units_free(offer=offer) == 0
     operator = make_operator()
+    with pytest.raises(Conflict):
+        services.node_state_set(node=node, state="available", reason="now", actor=operator)
     node_health.node_host_key_accept(node=node, offered=node.host_key_offered, actor=operator)
-    services.node_state_set(node=node, state="available", reason="accepted", actor=operator)
+    node.refresh_from_db()
+    assert (node.state, capacity.units_free(offer=offer)) == ("maintenance", 0)
+    with pytest.raises(Conflict):  # accepted, but not inspected yet
+        services.node_state_set(node=node, state="available", reason="now", actor=operator)
+    # The first successful inspection puts it in service by itself.
     assert driving.nodes_inspect() == 1
     node.refresh_from_db()
     assert (node.state, node.health["ok"], node.health["gpus_seen"]) == ("available", True, 4)
+    assert node.commissioned_at is not None
+    assert capacity.units_free(offer=offer) == 4
     assert node.health["backend"] == "cuda"
     copied = (host.base / "agent" / AGENT_NAME).read_bytes()
     assert __import__("hashlib").sha256(copied).hexdigest() == agent_sha256()

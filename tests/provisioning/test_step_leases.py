@@ -12,7 +12,14 @@ from kernodeck.provisioning import drivers, driving, services
 from kernodeck.provisioning.drivers.base import DriverError
 from kernodeck.provisioning.models import StepLease
 from kernodeck.settlement import orders as settlement_orders
-from tests.factories import PASSWORD, make_offer, make_operator, make_order, make_ssh_key
+from tests.factories import (
+    PASSWORD,
+    make_offer,
+    make_operator,
+    make_order,
+    make_ssh_key,
+    make_ssh_node,
+)
 from tests.provisioning.fake_driver import FakeDriver
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,7 +48,7 @@ def stuck_preparing():
     from huey.contrib.djhuey import HUEY
 
     offer = make_offer(units_total=0)
-    services.node_create(name="auto-1", offer=offer, gpu_count=2, host="10.1.0.1", driver="ssh")
+    make_ssh_node(name="auto-1", offer=offer, gpu_count=2, host="10.1.0.1")
     order = make_order(offer=offer, units=1)
     make_ssh_key(order.owner)
     settlement_orders.order_settle(order=order, cause={"test": 1})

@@ -107,6 +107,7 @@ NODE_FAULT_RE = re.compile(
     r"^(ValueError|OSError|FileNotFoundError|PermissionError|UnicodeDecodeError|KeyError"
     r"|IndexError|TypeError): |is not installed on this host|did not finish within"
     r"|-smi\S* \S+ failed|unexpected (nvidia|amd|rocm)-smi|device file|no such device"
+    r"|is not present on this host"
 )
 
 

@@ -15,7 +15,11 @@ One module per seam, every public name re-exported here so callers keep writing
 """
 
 from kernodeck.provisioning.node_health import node_health_record
-from kernodeck.provisioning.services.allocation import rental_allocate, rentals_allocate_waiting
+from kernodeck.provisioning.services.allocation import (
+    rental_allocate,
+    rental_retry_elsewhere,
+    rentals_allocate_waiting,
+)
 from kernodeck.provisioning.services.fleet import (
     fleet_create_for_offer,
     node_create,
@@ -86,6 +90,7 @@ __all__ = [
     "rental_release_failed",
     "rental_resume",
     "rental_retry",
+    "rental_retry_elsewhere",
     "rental_suspend",
     "rentals_allocate_waiting",
     "rentals_end_due",

@@ -6,6 +6,7 @@ the state moves because it is the one place that reads the fleet's free capacity
 allocation on automated nodes hands over to `rental_prepare` at once.
 """
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 from django.utils.translation import gettext as _
@@ -15,10 +16,11 @@ from kernodeck.core import clock
 from kernodeck.core.services import audit_record
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders.models import Order, RentalState
-from kernodeck.provisioning import locks, selectors
+from kernodeck.provisioning import locks, node_health, selectors
 from kernodeck.provisioning.models import Allocation, DriverCode, GpuSlot, Node, NodeState
-from kernodeck.provisioning.services.moves import _lock_order
+from kernodeck.provisioning.services.moves import _lock_order, _move
 from kernodeck.provisioning.services.preparation import rental_prepare
+from kernodeck.provisioning.services.releases import _release_slots
 
 
 def _live_allocations_of_slot():
@@ -49,6 +51,61 @@ def _plan(free_by_node: dict, *, units: int, per_unit: int) -> list[tuple[int, i
     return plan
 
 
+def _free_slots_by_node(offer_id: int) -> dict[int, list[int]]:
+    """Free slots of the offer's available nodes: node id -> slot ids, by index."""
+    free_by_node: dict[int, list[int]] = {}
+    free_slots = (
+        GpuSlot.objects.filter(node__offer_id=offer_id, node__state=NodeState.AVAILABLE)
+        .exclude(Exists(_live_allocations_of_slot()))
+        .order_by("node_id", "index")
+        .values_list("node_id", "pk")
+    )
+    for node_id, slot_id in free_slots:
+        free_by_node.setdefault(node_id, []).append(slot_id)
+    return free_by_node
+
+
+def _untried(order: Order, free_by_node: dict[int, list[int]]) -> dict[int, list[int]]:
+    tried = set(order.allocations.values_list("slot_id", flat=True))
+    return {n: [s for s in slots if s not in tried] for n, slots in free_by_node.items()}
+
+
+def rental_retry_elsewhere(*, order) -> Order:
+    """A step failed because its node is broken (the node went to maintenance at once):
+    move the failed rental to slots on other nodes now, when they can hold it, instead of
+    waiting for an operator's "retry".
+
+    Only a `provisioning_failed` rental whose failures are still under
+    `KERNODECK_PROVISIONING_MAX_ATTEMPTS` (past that it is the desk's: the `step_failed`
+    alert), and only when untried free slots of available nodes fit it whole; otherwise it
+    stays failed, holding its slots, on the desk. The old slots are freed as an operator's
+    retry on new slots frees them (their node is out of service; the reconcile removes
+    the account left there once it answers).
+    """
+    with transaction.atomic():
+        order = _lock_order(order)
+        if order.rental_state != RentalState.PROVISIONING_FAILED:
+            return order
+        if (
+            node_health.rental_failed_attempts(order)
+            >= settings.KERNODECK_PROVISIONING_MAX_ATTEMPTS
+        ):
+            return order
+        order_locks.lock_offer(order.offer_id)
+        fresh = _untried(order, _free_slots_by_node(order.offer_id))
+        if _plan(fresh, units=order.units, per_unit=order.gpus_per_unit) is None:
+            return order
+        _release_slots(order)
+        order = _move(
+            order,
+            to=RentalState.QUEUED,
+            actor=None,
+            reason=str(_("Waiting for GPUs to be allocated.")),
+            data={"new_slots": True, "automatic": True},
+        )
+        return rental_allocate(order=order)
+
+
 def rental_allocate(*, order) -> Order:
     """Give a queued order its GPU slots: each unit's GPUs on one node, the order on as few
     nodes as possible. Without enough free slots it stays queued with the reason.
@@ -66,18 +123,9 @@ def rental_allocate(*, order) -> Order:
         if order.allocations.filter(released_at__isnull=True).exists():
             return order
         per_unit = order.gpus_per_unit
-        free_by_node: dict[int, list[int]] = {}
-        free_slots = (
-            GpuSlot.objects.filter(node__offer_id=order.offer_id, node__state=NodeState.AVAILABLE)
-            .exclude(Exists(_live_allocations_of_slot()))
-            .order_by("node_id", "index")
-            .values_list("node_id", "pk")
-        )
-        for node_id, slot_id in free_slots:
-            free_by_node.setdefault(node_id, []).append(slot_id)
+        free_by_node = _free_slots_by_node(order.offer_id)
         # A retry on new slots avoids the ones that failed, while others are free.
-        tried = set(order.allocations.values_list("slot_id", flat=True))
-        fresh = {n: [s for s in slots if s not in tried] for n, slots in free_by_node.items()}
+        fresh = _untried(order, free_by_node)
         plan = _plan(fresh, units=order.units, per_unit=per_unit)
         if plan is not None:
             free_by_node = fresh

@@ -6,6 +6,7 @@ means for an automated node lives there); this module holds the operator's own w
 
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from kernodeck.catalog import services as catalog_services
 from kernodeck.core import clock
@@ -15,6 +16,14 @@ from kernodeck.provisioning import alerts, locks
 from kernodeck.provisioning.models import MAX_NODE_GPUS, DriverCode, GpuSlot, Node, NodeState
 from kernodeck.provisioning.services.moves import _reason_required
 from kernodeck.provisioning.services.queueing import _enqueue_allocate_waiting
+
+NEW_NODE_REASON = gettext_lazy(
+    "New node: accept its host key; it enters service after its first successful inspection."
+)
+NOT_COMMISSIONED = gettext_lazy(
+    "This node has not passed its first inspection with an accepted host key yet: accept "
+    "its host key and inspect it; it enters service by itself once the inspection succeeds."
+)
 
 
 def node_create(
@@ -29,7 +38,13 @@ def node_create(
     notes: str = "",
     actor=None,
 ) -> Node:
-    """Add a node with one slot per GPU. Its free slots count in the catalog at once."""
+    """Add a node with one slot per GPU.
+
+    A manual node's free slots count in the catalog at once. An automated (ssh) node earns
+    its place: it starts in maintenance and enters service by itself at its first
+    successful inspection once an operator accepted its host key
+    (`node_health.node_health_consequences`), so no order meets a node that cannot run it.
+    """
     if not isinstance(gpu_count, int) or not 1 <= gpu_count <= MAX_NODE_GPUS:
         raise InvalidInput(
             _("A node has 1 to %(max)d GPUs.") % {"max": MAX_NODE_GPUS}, field="gpu_count"
@@ -44,6 +59,7 @@ def node_create(
         raise InvalidInput(_("The SSH port is a number from 1 to 65535."), field="port")
     if driver not in DriverCode.values:
         raise InvalidInput(_("Unknown driver."), field="driver")
+    automated = driver != DriverCode.MANUAL
     with transaction.atomic():
         if Node.objects.filter(name=name).exists():
             raise InvalidInput(_("A node with this name exists."), field="name")
@@ -60,7 +76,8 @@ def node_create(
                     driver=driver,
                     admin_user=admin_user,
                     notes=notes,
-                    state=NodeState.AVAILABLE,
+                    state=NodeState.MAINTENANCE if automated else NodeState.AVAILABLE,
+                    state_reason="" if not automated else str(NEW_NODE_REASON),
                     created_at=clock.now(),
                 )
         except IntegrityError:
@@ -106,6 +123,12 @@ def node_state_set(*, node: Node, state: str, reason: str, actor) -> Node:
         node = locks.lock_node(node.pk)
         if node.state == state:
             return node
+        if (
+            state == NodeState.AVAILABLE
+            and node.driver != DriverCode.MANUAL
+            and (node.commissioned_at is None or not node.host_key)
+        ):
+            raise Conflict(NOT_COMMISSIONED, field="state")
         before = node.state
         node.state, node.state_reason = state, reason
         node.save(update_fields=["state", "state_reason"])
