@@ -308,6 +308,14 @@ KERNODECK_HTTP_TIMEOUT = float(os.environ.get("KERNODECK_HTTP_TIMEOUT", 10))
 KERNODECK_CHAIN_MODE = os.environ.get("KERNODECK_CHAIN_MODE", "mainnet")
 if KERNODECK_CHAIN_MODE not in {"mainnet", "testnet", "regtest"}:
     raise ImproperlyConfigured("KERNODECK_CHAIN_MODE must be mainnet, testnet or regtest.")
+# regtest only: the EIP-155 chain id of the operator's EVM dev chain (default 1337: ganache,
+# geth --dev; Hardhat and Anvil use 31337). Mainnet (1) and testnet (Sepolia) are fixed.
+KERNODECK_ETHEREUM_CHAIN_ID = os.environ.get("KERNODECK_ETHEREUM_CHAIN_ID", "").strip()
+if KERNODECK_ETHEREUM_CHAIN_ID and KERNODECK_CHAIN_MODE != "regtest":
+    raise ImproperlyConfigured("KERNODECK_ETHEREUM_CHAIN_ID is for KERNODECK_CHAIN_MODE=regtest.")
+if KERNODECK_ETHEREUM_CHAIN_ID and not KERNODECK_ETHEREUM_CHAIN_ID.isdigit():
+    raise ImproperlyConfigured("KERNODECK_ETHEREUM_CHAIN_ID must be a positive integer.")
+KERNODECK_ETHEREUM_CHAIN_ID = int(KERNODECK_ETHEREUM_CHAIN_ID or 0)
 KERNODECK_XPUBS = {
     chain: os.environ.get(f"KERNODECK_XPUB_{chain.upper()}", "").strip()
     for chain in ("bitcoin", "litecoin", "ethereum", "tron")

@@ -89,7 +89,7 @@ def adapter_for(network: str):
             rescan_depth=depth + 2,
             # The node must be on the configured chain, and its `finalized` block at
             # least the methods' confirmations below its head to be believed.
-            chain_id=methods.ETHEREUM_CHAIN_ID[testnet],
+            chain_id=registry.ethereum_chain_id(),
             final_depth=depth,
         )
     if network == "tron":
