@@ -360,6 +360,8 @@ KERNODECK_TRON_API_KEY = os.environ.get("KERNODECK_TRON_API_KEY", "")
 # The operator's own Bitcoin Core / Litecoin Core node (JSON-RPC), watched instead of
 # Esplora when set: http://user:password@127.0.0.1:8332/, or the URL without credentials
 # and the node's cookie file (e.g. ~/.bitcoin/.cookie) in KERNODECK_*_RPC_COOKIE_FILE.
+# Esplora: the server's genesis block must be the configured chain's (asked once per process).
+KERNODECK_ESPLORA_GENESIS_CHECK = env_bool("KERNODECK_ESPLORA_GENESIS_CHECK", True)
 KERNODECK_BITCOIN_RPC_URL = os.environ.get("KERNODECK_BITCOIN_RPC_URL", "").strip()
 KERNODECK_BITCOIN_RPC_COOKIE_FILE = os.environ.get("KERNODECK_BITCOIN_RPC_COOKIE_FILE", "")
 KERNODECK_LITECOIN_RPC_URL = os.environ.get("KERNODECK_LITECOIN_RPC_URL", "").strip()

@@ -5,8 +5,12 @@ block a reorg took away while their address was not polled."""
 import pytest
 
 from kernodeck.payments import registry
+from kernodeck.payments.chains import esplora
 from kernodeck.payments.chains.adapters import adapter_for
 from kernodeck.payments.chains.base import ChainError, WatchTarget
+from kernodeck.payments.chains.esplora import EsploraAdapter
+from kernodeck.payments.models import ChainState
+from kernodeck.payments.watching import watch_network
 from tests.payments.chains.test_ethereum import OURS, FakeNode
 
 
@@ -49,3 +53,77 @@ def test_mainnet_and_testnet_chain_ids_are_fixed(settings):
     assert registry.ethereum_chain_id() == 1
     settings.KERNODECK_CHAIN_MODE = "testnet"
     assert registry.ethereum_chain_id() == 11155111
+
+
+# -- Esplora: the genesis block of the configured chain (item 4) ---------------------------
+
+
+@pytest.fixture
+def esplora_server(loopback, settings):
+    """A loopback Esplora server for Bitcoin with an empty mempool at height 800 000, the
+    genesis check on (test settings turn it off) and nothing remembered of earlier checks."""
+    esplora._GENESIS_CHECKED.clear()
+    settings.KERNODECK_ESPLORA_GENESIS_CHECK = True
+    settings.KERNODECK_DEMO = False
+    settings.KERNODECK_CHAIN_MODE = "mainnet"
+    settings.KERNODECK_BITCOIN_ESPLORA_URL = f"{loopback.url}/api"
+    settings.KERNODECK_BITCOIN_RPC_URL = ""
+    loopback.route("GET", "/api/blocks/tip/height", body="800000", content_type="text/plain")
+    loopback.route("GET", "/api/block-height/800000", body="ab" * 32, content_type="text/plain")
+    loopback.route("GET", "/api/mempool/txids", json_body=[])
+    yield loopback
+    esplora._GENESIS_CHECKED.clear()
+
+
+def genesis(loopback, block_hash: str) -> None:
+    loopback.route("GET", "/api/block-height/0", body=block_hash, content_type="text/plain")
+
+
+def genesis_asked(loopback) -> int:
+    return sum(request.path == "/api/block-height/0" for request in loopback.requests)
+
+
+@pytest.mark.django_db
+def test_an_esplora_server_on_another_chain_is_that_networks_error(esplora_server):
+    genesis(esplora_server, esplora._BITCOIN_TESTNET3)
+
+    report = watch_network("bitcoin")
+
+    assert "error" in report and "another chain" in report["error"]
+    state = ChainState.objects.get(network="bitcoin")
+    assert "not the mainnet one" in state.last_error and state.last_success_at is None
+    paths = {request.path for request in esplora_server.requests}
+    assert "/api/mempool/txids" not in paths and "/api/blocks/tip/height" not in paths
+
+
+@pytest.mark.django_db
+def test_the_right_genesis_is_asked_once_per_process(esplora_server):
+    genesis(esplora_server, esplora._BITCOIN_MAIN)
+
+    first = watch_network("bitcoin")
+    second = watch_network("bitcoin")
+
+    assert "error" not in first and "error" not in second
+    assert genesis_asked(esplora_server) == 1
+
+
+@pytest.mark.parametrize(
+    ("network", "mode", "block_hash"),
+    [
+        ("bitcoin", "regtest", esplora._BITCOIN_REGTEST),
+        ("bitcoin", "testnet", esplora._BITCOIN_TESTNET4),
+        ("litecoin", "mainnet", esplora._LITECOIN_MAIN),
+        ("litecoin", "testnet", esplora._LITECOIN_TESTNET4),
+        ("litecoin", "regtest", esplora._LITECOIN_REGTEST),
+    ],
+)
+def test_each_chain_mode_takes_its_own_genesis_only(loopback, network, mode, block_hash):
+    esplora._GENESIS_CHECKED.clear()
+    loopback.route("GET", "/blocks/tip/height", body="5", content_type="text/plain")
+    genesis_at = "/block-height/0"
+    loopback.route("GET", genesis_at, body=block_hash, content_type="text/plain")
+    EsploraAdapter(network, loopback.url, chain_mode=mode).scan([])
+    wrong = "mainnet" if mode != "mainnet" else "regtest"
+    with pytest.raises(ChainError, match="another chain"):
+        EsploraAdapter(network, loopback.url, chain_mode=wrong).scan([])
+    esplora._GENESIS_CHECKED.clear()
