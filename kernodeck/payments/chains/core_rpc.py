@@ -242,7 +242,7 @@ class CoreRpcAdapter:
             txs = self._txs_of(
                 client, block_hash, [_checked_hash(t, "a txid") for t in block["tx"]]
             )
-        status = {"height": height, "time": block.get("time")}
+        status = {"height": height, "time": block.get("time"), "hash": block_hash}
         for tx in txs:
             if not isinstance(tx, dict):
                 raise ChainError(f"{self.network}: block {block_hash} holds no transaction list")
@@ -361,9 +361,9 @@ class CoreRpcAdapter:
         if not isinstance(vout, list):
             raise ChainError(f"{self.network}: transaction {txid} has no vout list")
         block = tx.get("_block")
-        height = block_time = None
+        height = block_time = block_hash = None
         if block is not None:
-            height = block["height"]
+            height, block_hash = block["height"], block["hash"]
             if block["time"] is not None:
                 block_time = unix_time(block["time"], f"{self.network}: block time")
         # A block found between the tip request and this one would give 0: it is in a block.
@@ -387,6 +387,7 @@ class CoreRpcAdapter:
                     confirmations=confirmations,
                     block_height=height,
                     block_time=block_time,
+                    block_hash=block_hash,
                 )
             )
         return credits

@@ -58,6 +58,9 @@ logger = logging.getLogger(__name__)
 
 ASSETS = {"bitcoin": "BTC", "litecoin": "LTC"}
 KEPT_BLOCKS = 12  # [height, hash] pairs remembered: a reorg deeper than this falls back
+# Reorg depth on Bitcoin and Litecoin: stored transfers in the last REORG_DEPTH blocks have
+# their block's hash checked against the chain on every pass (`block_hashes`).
+REORG_DEPTH = 12
 MAX_BLOCKS_PER_SCAN = 6  # more new blocks than this (a long outage): poll addresses instead
 MEMPOOL_BUDGET = 1000  # new mempool transactions read per scan; more: poll addresses instead
 BLOCK_PAGE_SIZE = 25  # transactions per /block/:hash/txs/:start_index page
@@ -110,6 +113,8 @@ class BlockScan(ScanResult):
 
 class EsploraAdapter:
     """Credits to our receive addresses on Bitcoin or Litecoin, read from an Esplora API."""
+
+    reorg_depth = REORG_DEPTH
 
     def __init__(
         self,
@@ -220,6 +225,20 @@ class EsploraAdapter:
             examined=frozenset(mempool),
             fallback=reason,
         )
+
+    def block_hashes(self, heights: Iterable[int]) -> dict[int, str]:
+        """The chain's block hash at each of `heights` now (GET /block-height/:height), for
+        the watcher to see which stored transfers' blocks a reorg replaced; a height above
+        the tip is absent (its block is gone too)."""
+        heights = sorted(set(heights))
+        with new_client() as client:
+            self._check_chain(client)
+            tip = self._tip(client)
+            below = [height for height in heights if height <= tip]
+            hashes = each_concurrently(
+                lambda height: self._block_hash(client, height), below, workers=self.concurrency
+            )
+        return dict(zip(below, hashes, strict=True))
 
     def _check_chain(self, client: httpx.Client) -> None:
         """The server is on the configured chain (its genesis block), or ChainError: a
@@ -334,11 +353,16 @@ class EsploraAdapter:
     def _credits(self, tx: dict, address: str, tip: int) -> list[ObservedTransfer]:
         status = _status(tx)
         confirmed = status.get("confirmed") is True
-        height = block_time = None
+        height = block_time = block_hash = None
         if confirmed:
             height = json_int(status.get("block_height"), f"{self.network}: block_height")
             if status.get("block_time") is not None:
                 block_time = unix_time(status["block_time"], f"{self.network}: block_time")
+            block_hash = status.get("block_hash")
+            if block_hash is not None and not (
+                isinstance(block_hash, str) and _HASH.fullmatch(block_hash)
+            ):
+                raise ChainError(f"{self.network}: {tx['txid']}'s block hash is no hash")
         # A block found between the tip request and this one would give 0: it is in a block.
         confirmations = max(tip - height + 1, 1) if height is not None else 0
         vout = tx.get("vout")
@@ -364,6 +388,7 @@ class EsploraAdapter:
                     confirmations=confirmations,
                     block_height=height,
                     block_time=block_time,
+                    block_hash=block_hash,
                 )
             )
         return credits

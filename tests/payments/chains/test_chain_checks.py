@@ -2,16 +2,22 @@
 of regtest's dev chain, Esplora's genesis block, and Bitcoin/Litecoin transfers whose
 block a reorg took away while their address was not polled."""
 
+from datetime import timedelta
+
 import pytest
 
+from kernodeck.core import clock
 from kernodeck.payments import registry
 from kernodeck.payments.chains import esplora
 from kernodeck.payments.chains.adapters import adapter_for
 from kernodeck.payments.chains.base import ChainError, WatchTarget
 from kernodeck.payments.chains.esplora import EsploraAdapter
-from kernodeck.payments.models import ChainState
+from kernodeck.payments.models import ChainState, IntentStatus, PaymentIntent, Transfer
 from kernodeck.payments.watching import watch_network
+from tests.loopback import LoopbackServer
 from tests.payments.chains.test_ethereum import OURS, FakeNode
+from tests.payments.esplora_chain import EsploraChain
+from tests.payments.test_watching import btc_intent
 
 
 @pytest.fixture
@@ -127,3 +133,86 @@ def test_each_chain_mode_takes_its_own_genesis_only(loopback, network, mode, blo
     with pytest.raises(ChainError, match="another chain"):
         EsploraAdapter(network, loopback.url, chain_mode=wrong).scan([])
     esplora._GENESIS_CHECKED.clear()
+
+
+# -- Bitcoin by address polling: transfers whose block a reorg took away (item 2) ----------
+
+
+@pytest.fixture
+def polled_chain(settings, configured, fresh_rates):
+    """Bitcoin watched by address polling (no block scan) on a loopback Esplora chain;
+    intents kept only for late payments are polled once an hour."""
+    settings.KERNODECK_WATCH_BLOCK_SCAN = False
+    settings.KERNODECK_WATCH_LATE_INTERVAL = 3600
+    settings.KERNODECK_BITCOIN_RPC_URL = ""
+    with LoopbackServer() as server:
+        settings.KERNODECK_BITCOIN_ESPLORA_URL = server.url
+        yield server, EsploraChain(server, at=clock.now() - timedelta(minutes=10))
+
+
+def a_pass(server) -> list[str]:
+    before = len(server.requests)
+    report = watch_network("bitcoin")
+    assert "error" not in report, report
+    return [request.path for request in server.requests[before:]]
+
+
+def settled_then_expired(server, chain):
+    """An intent paid exactly, settled, then past its expiry (kept for late payments only,
+    so its address is not polled on the next passes); its transfer."""
+    start = clock.now()
+    intent = btc_intent()
+    chain.pay(intent.address, intent.amount_units)
+    chain.mine(at=start + timedelta(minutes=1))
+    clock.freeze(start + timedelta(minutes=2))
+    a_pass(server)
+    chain.mine(at=start + timedelta(minutes=3), count=5)
+    clock.freeze(start + timedelta(minutes=4))
+    a_pass(server)
+    assert PaymentIntent.objects.get(pk=intent.pk).status == IntentStatus.ALLOCATED
+    clock.freeze(start + timedelta(minutes=40))
+    [transfer] = Transfer.objects.filter(intent=intent)
+    assert transfer.block_height == chain.base + 1
+    assert transfer.block_hash == chain.blocks[1]["hash"]
+    return intent, transfer
+
+
+def test_an_unpolled_transfers_block_is_checked_by_hash_each_pass(polled_chain):
+    server, chain = polled_chain
+    _intent, transfer = settled_then_expired(server, chain)
+
+    paths = a_pass(server)
+
+    assert not [path for path in paths if path.startswith("/address/")]
+    assert f"/block-height/{transfer.block_height}" in paths
+    assert Transfer.objects.get(pk=transfer.pk).disappeared_at is None
+
+
+def test_a_transfer_whose_block_is_gone_and_does_not_come_back_disappears(polled_chain):
+    server, chain = polled_chain
+    intent, transfer = settled_then_expired(server, chain)
+    (txid,) = chain.reorg(6)
+    chain.drop(txid)  # double-spent in the new branch
+    chain.mine(at=clock.now(), count=7)
+
+    paths = a_pass(server)
+
+    assert f"/address/{intent.address}/txs" in paths
+    assert Transfer.objects.get(pk=transfer.pk).disappeared_at is not None
+
+
+def test_a_transfer_mined_again_in_another_block_follows_it(polled_chain):
+    server, chain = polled_chain
+    intent, transfer = settled_then_expired(server, chain)
+    chain.reorg(6)
+    chain.mine(at=clock.now(), count=7)  # the transaction again, in the new block 800 001
+
+    paths = a_pass(server)
+
+    assert f"/address/{intent.address}/txs" in paths
+    moved = Transfer.objects.get(pk=transfer.pk)
+    assert moved.disappeared_at is None
+    assert (moved.block_height, moved.block_hash) == (chain.base + 1, chain.blocks[1]["hash"])
+    assert moved.block_hash != transfer.block_hash
+    # Back on the chain's block: the next pass only checks the hash again.
+    assert not [path for path in a_pass(server) if path.startswith("/address/")]
