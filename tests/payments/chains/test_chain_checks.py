@@ -7,13 +7,15 @@ from datetime import timedelta
 import pytest
 
 from kernodeck.core import clock
-from kernodeck.payments import registry
+from kernodeck.payments import registry, services
 from kernodeck.payments.chains import esplora
 from kernodeck.payments.chains.adapters import adapter_for
 from kernodeck.payments.chains.base import ChainError, WatchTarget
 from kernodeck.payments.chains.esplora import EsploraAdapter
 from kernodeck.payments.models import ChainState, IntentStatus, PaymentIntent, Transfer
+from kernodeck.payments.wallets import demo_wallet
 from kernodeck.payments.watching import watch_network
+from tests.factories import make_offer, make_order
 from tests.loopback import LoopbackServer
 from tests.payments.chains.test_ethereum import OURS, FakeNode
 from tests.payments.esplora_chain import EsploraChain
@@ -216,3 +218,17 @@ def test_a_transfer_mined_again_in_another_block_follows_it(polled_chain):
     assert moved.block_hash != transfer.block_hash
     # Back on the chain's block: the next pass only checks the hash again.
     assert not [path for path in a_pass(server) if path.startswith("/address/")]
+
+
+@pytest.mark.django_db
+def test_regtest_payment_uris_carry_the_dev_chain_id(configured, fresh_rates, settings):
+    settings.KERNODECK_CHAIN_MODE = "regtest"
+    settings.KERNODECK_ETHEREUM_CHAIN_ID = 31337
+    settings.KERNODECK_XPUBS = {"ethereum": demo_wallet("ethereum", testnet=True).public_key}
+    order = make_order(offer=make_offer(prices={3: "100.00", 7: "970.00", 30: "800.00"}))
+
+    intent = services.payment_intent_create_for_order(
+        order=order, method_code="eth-ethereum", actor=order.owner
+    )
+
+    assert intent.uri.startswith(f"ethereum:{intent.address}@31337")
