@@ -308,6 +308,14 @@ KERNODECK_HTTP_TIMEOUT = float(os.environ.get("KERNODECK_HTTP_TIMEOUT", 10))
 KERNODECK_CHAIN_MODE = os.environ.get("KERNODECK_CHAIN_MODE", "mainnet")
 if KERNODECK_CHAIN_MODE not in {"mainnet", "testnet", "regtest"}:
     raise ImproperlyConfigured("KERNODECK_CHAIN_MODE must be mainnet, testnet or regtest.")
+# regtest only: the EIP-155 chain id of the operator's EVM dev chain (default 1337: ganache,
+# geth --dev; Hardhat and Anvil use 31337). Mainnet (1) and testnet (Sepolia) are fixed.
+KERNODECK_ETHEREUM_CHAIN_ID = os.environ.get("KERNODECK_ETHEREUM_CHAIN_ID", "").strip()
+if KERNODECK_ETHEREUM_CHAIN_ID and KERNODECK_CHAIN_MODE != "regtest":
+    raise ImproperlyConfigured("KERNODECK_ETHEREUM_CHAIN_ID is for KERNODECK_CHAIN_MODE=regtest.")
+if KERNODECK_ETHEREUM_CHAIN_ID and not KERNODECK_ETHEREUM_CHAIN_ID.isdigit():
+    raise ImproperlyConfigured("KERNODECK_ETHEREUM_CHAIN_ID must be a positive integer.")
+KERNODECK_ETHEREUM_CHAIN_ID = int(KERNODECK_ETHEREUM_CHAIN_ID or 0)
 KERNODECK_XPUBS = {
     chain: os.environ.get(f"KERNODECK_XPUB_{chain.upper()}", "").strip()
     for chain in ("bitcoin", "litecoin", "ethereum", "tron")
@@ -352,6 +360,8 @@ KERNODECK_TRON_API_KEY = os.environ.get("KERNODECK_TRON_API_KEY", "")
 # The operator's own Bitcoin Core / Litecoin Core node (JSON-RPC), watched instead of
 # Esplora when set: http://user:password@127.0.0.1:8332/, or the URL without credentials
 # and the node's cookie file (e.g. ~/.bitcoin/.cookie) in KERNODECK_*_RPC_COOKIE_FILE.
+# Esplora: the server's genesis block must be the configured chain's (asked once per process).
+KERNODECK_ESPLORA_GENESIS_CHECK = env_bool("KERNODECK_ESPLORA_GENESIS_CHECK", True)
 KERNODECK_BITCOIN_RPC_URL = os.environ.get("KERNODECK_BITCOIN_RPC_URL", "").strip()
 KERNODECK_BITCOIN_RPC_COOKIE_FILE = os.environ.get("KERNODECK_BITCOIN_RPC_COOKIE_FILE", "")
 KERNODECK_LITECOIN_RPC_URL = os.environ.get("KERNODECK_LITECOIN_RPC_URL", "").strip()

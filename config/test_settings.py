@@ -19,6 +19,9 @@ for _name in (
     "KERNODECK_SOLANA_RPC_URL",
 ):
     os.environ.setdefault(_name, "")
+# Loopback Esplora servers answer only the routes their test needs; the genesis check's
+# own tests turn it on.
+os.environ.setdefault("KERNODECK_ESPLORA_GENESIS_CHECK", "0")
 os.environ.setdefault("KERNODECK_KRAKEN_URL", "http://127.0.0.1:9/")
 os.environ.setdefault("KERNODECK_COINGECKO_URL", "http://127.0.0.1:9/")
 

@@ -66,6 +66,9 @@ METHODS = (
 )
 BY_CODE = {spec.code: spec for spec in METHODS}
 ETHEREUM_CHAIN_ID = {False: 1, True: 11155111}  # mainnet, Sepolia
+# regtest (KERNODECK_CHAIN_MODE=regtest): the operator's dev chain, 1337 (ganache, geth
+# --dev) unless KERNODECK_ETHEREUM_CHAIN_ID says otherwise (31337: Hardhat, Anvil).
+ETHEREUM_DEV_CHAIN_ID = 1337
 
 
 def spec(code: str) -> MethodSpec:

@@ -4,6 +4,7 @@ import functools
 
 from django.conf import settings
 
+from kernodeck.payments import methods
 from kernodeck.payments.wallets import WatchOnlyWallet, load_wallets
 
 
@@ -22,6 +23,15 @@ def testnet() -> bool:
 def regtest() -> bool:
     """The operator's own regtest nodes (rehearsals): bcrt1…/rltc1… addresses."""
     return settings.KERNODECK_CHAIN_MODE == "regtest"
+
+
+def ethereum_chain_id() -> int:
+    """The EIP-155 chain id the Ethereum node must answer (and payment URIs carry):
+    mainnet 1, testnet Sepolia, regtest the operator's dev chain (KERNODECK_ETHEREUM_CHAIN_ID,
+    1337 unless set)."""
+    if regtest():
+        return settings.KERNODECK_ETHEREUM_CHAIN_ID or methods.ETHEREUM_DEV_CHAIN_ID
+    return methods.ETHEREUM_CHAIN_ID[testnet()]
 
 
 def configured_wallets() -> dict[str, WatchOnlyWallet]:

@@ -269,6 +269,29 @@ def test_a_reorg_before_confirmation_puts_the_payment_back_in_the_mempool(regtes
     assert status(intent) == IntentStatus.ALLOCATED
 
 
+def test_a_reorg_deeper_than_the_blocks_kept_is_rescanned_from_the_fork(regtest):
+    intent = ltc_intent()
+    watch()
+    txid = regtest.pay(intent.address, intent.amount_units)
+    (block,) = regtest.mine()
+    watch()
+    regtest.mine(14)  # the payment's block is no longer among the 12 blocks kept
+    watch()
+    assert status(intent) == IntentStatus.ALLOCATED
+    paid = transfer(txid)
+    assert paid.block_hash == block
+
+    regtest.call("invalidateblock", block)  # 15 blocks gone, the payment waits again...
+    second = regtest.wallet("bumpfee", txid)["txid"]  # ...and is replaced in the new branch
+    regtest.mine(16)
+    watch()
+
+    assert transfer(txid).disappeared_at is not None
+    replacement = transfer(second)
+    assert (replacement.block_height, replacement.disappeared_at) == (paid.block_height, None)
+    assert replacement.block_hash == regtest.call("getblockhash", paid.block_height)
+
+
 def test_a_late_payment_is_recorded_as_late(regtest):
     intent = ltc_intent()
     watch()

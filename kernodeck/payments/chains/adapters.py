@@ -69,7 +69,15 @@ def adapter_for(network: str):
         )
     if network in {"bitcoin", "litecoin"}:
         return EsploraAdapter(
-            network, url, timeout=timeout, concurrency=settings.KERNODECK_WATCH_CONCURRENCY
+            network,
+            url,
+            timeout=timeout,
+            concurrency=settings.KERNODECK_WATCH_CONCURRENCY,
+            # The server's genesis block must be the configured chain's (not the demo's
+            # simulator, which is no chain).
+            chain_mode=None
+            if settings.KERNODECK_DEMO or not settings.KERNODECK_ESPLORA_GENESIS_CHECK
+            else settings.KERNODECK_CHAIN_MODE,
         )
     if network == "ethereum":
         contracts = {
@@ -89,7 +97,7 @@ def adapter_for(network: str):
             rescan_depth=depth + 2,
             # The node must be on the configured chain, and its `finalized` block at
             # least the methods' confirmations below its head to be believed.
-            chain_id=methods.ETHEREUM_CHAIN_ID[testnet],
+            chain_id=registry.ethereum_chain_id(),
             final_depth=depth,
         )
     if network == "tron":

@@ -151,7 +151,8 @@ class ObservedTransfer:
     failed: bool = False  # included but failed (reverted, OUT_OF_ENERGY, err) — never credited
     final: bool = False  # finalized / solidified where the chain has that notion
     reference: str | None = None  # Solana: the reference key found in the transaction
-    block_hash: str | None = None  # the block's hash where the adapter reports it (Ethereum)
+    block_hash: str | None = None  # the block's hash where the adapter reports it
+    # (Ethereum, Bitcoin and Litecoin)
 
     def __post_init__(self):
         if self.network not in NETWORKS:

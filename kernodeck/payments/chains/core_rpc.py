@@ -5,7 +5,8 @@ Kernodeck scans blocks; it does not load a watch-only wallet into the node. Each
 `getblockchaininfo` (the node must be on the configured chain: `main`, `test`, `regtest`,
 else the pass fails as this network's error and nothing it said is believed),
 `getrawmempool`, `getblockhash` for the blocks it remembers (a reorg shows as another hash
-at a remembered height: the scan goes back to the newest block still on the chain), then
+at a remembered height: the scan goes back to the newest block still on the chain; one
+deeper than all of them is followed back to its fork with `getblockheader`), then
 `getblock <hash> 2` for each new block (every transaction with its outputs) and
 `getrawtransaction <txid> true` for each mempool transaction it has not read yet. Every
 output paying a watched address is one transfer, exactly as with Esplora's block scan
@@ -76,6 +77,7 @@ MEMPOOL_BUDGET = 2000  # new mempool transactions read per pass; the rest in the
 BATCH = 200  # calls per JSON-RPC batch (getrawtransaction, getblockhash)
 BLOCK_TX_CHUNK = 25  # transactions per batch of a block too large to read at once
 COIN = 10**8  # satoshis (litoshis) per coin: Core writes values in coins, 8 decimals
+MAX_REWIND = 1000  # replaced blocks walked back through to find a deep reorg's fork
 TX_NOT_FOUND = -5  # RPC_INVALID_ADDRESS_OR_KEY: the transaction left the mempool
 
 
@@ -163,12 +165,16 @@ class CoreRpcAdapter:
             mempool = self._mempool(client)
             tip = self._chain_tip(client)
             kept = self._still_on_chain(client, blocks, tip)
-            if kept:
-                start = kept[-1][0] + 1
-            else:
-                if blocks:
-                    logger.warning("%s: a reorg deeper than the blocks kept", self.network)
-                start = max(tip - self.start_depth + 1, 0)
+            if not kept and blocks:
+                # Deeper than the blocks kept: the node still knows the replaced blocks,
+                # so the fork is found by walking back from the oldest one kept.
+                kept = self._fork_of(client, str(min(blocks)[1]))
+                logger.warning(
+                    "%s: a reorg deeper than the blocks kept, %s",
+                    self.network,
+                    f"rescanning from block {kept[0][0] + 1}" if kept else "fork not found",
+                )
+            start = kept[-1][0] + 1 if kept else max(tip - self.start_depth + 1, 0)
             end = min(tip, start + self.max_blocks - 1)
             if end < tip:
                 logger.info("%s: %d blocks behind, reading %d", self.network, tip - end, end)
@@ -225,6 +231,29 @@ class CoreRpcAdapter:
             kept.pop()
         return kept
 
+    def _fork_of(self, client, block_hash: str) -> list:
+        """[[height, hash]] of the newest block of the active chain below the replaced
+        block `block_hash` (`getblockheader`: a block off the active chain has
+        confirmations -1), at most MAX_REWIND blocks back; empty when the node does not
+        know the block (rebuilt) or the fork is deeper."""
+        for _ in range(MAX_REWIND):
+            try:
+                (header,) = self._calls(client, [("getblockheader", [block_hash])])
+            except ChainError as exc:
+                logger.info("%s: block %s unknown to the node: %s", self.network, block_hash, exc)
+                return []
+            if not isinstance(header, dict):
+                raise ChainError(f"{self.network}: getblockheader answered no object")
+            confirmations = header.get("confirmations")
+            if isinstance(confirmations, int) and confirmations >= 0:
+                height = json_int(header.get("height"), f"{self.network}: header height")
+                return [[height, _checked_hash(header.get("hash"), "a block hash")]]
+            previous = header.get("previousblockhash")
+            if previous is None:
+                return []
+            block_hash = _checked_hash(previous, f"{self.network}: previousblockhash")
+        return []
+
     def _block_txs(self, client, height: int, block_hash: str) -> list[dict]:
         """The block's transactions, each with the block's height and time: the whole
         block at once (`getblock` verbosity 2), or, for a block whose answer is larger than
@@ -242,7 +271,7 @@ class CoreRpcAdapter:
             txs = self._txs_of(
                 client, block_hash, [_checked_hash(t, "a txid") for t in block["tx"]]
             )
-        status = {"height": height, "time": block.get("time")}
+        status = {"height": height, "time": block.get("time"), "hash": block_hash}
         for tx in txs:
             if not isinstance(tx, dict):
                 raise ChainError(f"{self.network}: block {block_hash} holds no transaction list")
@@ -361,9 +390,9 @@ class CoreRpcAdapter:
         if not isinstance(vout, list):
             raise ChainError(f"{self.network}: transaction {txid} has no vout list")
         block = tx.get("_block")
-        height = block_time = None
+        height = block_time = block_hash = None
         if block is not None:
-            height = block["height"]
+            height, block_hash = block["height"], block["hash"]
             if block["time"] is not None:
                 block_time = unix_time(block["time"], f"{self.network}: block time")
         # A block found between the tip request and this one would give 0: it is in a block.
@@ -387,6 +416,7 @@ class CoreRpcAdapter:
                     confirmations=confirmations,
                     block_height=height,
                     block_time=block_time,
+                    block_hash=block_hash,
                 )
             )
         return credits

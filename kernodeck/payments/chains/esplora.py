@@ -19,10 +19,17 @@ mempool since the last scan (not in `examined`) are read one by one (GET /tx/:tx
 first scan, a reorg deeper than the stored blocks, a chain more than `max_blocks` ahead,
 or more new mempool transactions than `mempool_budget` answer `fallback` with a reason
 instead: the watcher then polls every address once and starts again from the tip.
+
+The chain checked (`chain_mode` given): before its first scan in a process, the adapter
+asks GET /block-height/0 and compares the genesis block's hash with the configured
+chain's (GENESIS: mainnet, testnet, regtest per coin); a server on another chain fails
+every scan as this network's error (asked again each pass until it answers right, then
+remembered for the process: a server does not change chains under the same URL).
 """
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +58,9 @@ logger = logging.getLogger(__name__)
 
 ASSETS = {"bitcoin": "BTC", "litecoin": "LTC"}
 KEPT_BLOCKS = 12  # [height, hash] pairs remembered: a reorg deeper than this falls back
+# Reorg depth on Bitcoin and Litecoin: stored transfers in the last REORG_DEPTH blocks have
+# their block's hash checked against the chain on every pass (`block_hashes`).
+REORG_DEPTH = 12
 MAX_BLOCKS_PER_SCAN = 6  # more new blocks than this (a long outage): poll addresses instead
 MEMPOOL_BUDGET = 1000  # new mempool transactions read per scan; more: poll addresses instead
 BLOCK_PAGE_SIZE = 25  # transactions per /block/:hash/txs/:start_index page
@@ -59,6 +69,27 @@ MAX_CHAIN_PAGES = 20  # older pages fetched per address after the first answer
 BECH32_PREFIXES = ("bc1", "tb1", "bcrt1", "ltc1", "tltc1", "rltc1")
 
 _HASH = re.compile(r"[0-9a-f]{64}")
+
+# Genesis block hashes per (network, KERNODECK_CHAIN_MODE): what /block-height/0 answers.
+_BITCOIN_MAIN = "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f"
+_BITCOIN_TESTNET3 = "000000000933ea01ad0ee984209779baaec3ced90fa3f408719526f8d77f4943"
+_BITCOIN_TESTNET4 = "00000000da84f2bafbbc53dee25a72ae507ff4914b867c565be350b0da8bf043"
+_BITCOIN_SIGNET = "00000008819873e925422c1ff0f99f7cc9bbb232af63a077a480a3633bee1ef6"
+_BITCOIN_REGTEST = "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206"
+_LITECOIN_MAIN = "12a765e31ffd4059bada1e25190f6e98c99d9714d334efa41a195a7e7e04bfe2"
+_LITECOIN_TESTNET4 = "4966625a4b2851d9fdee139e56211a0d88575f59ed816ff5e6a63deb4e3e29a0"
+_LITECOIN_REGTEST = "530827f38f93b43ed12af0b3ad25a288dc02ed74d6d7857862df51fc56c416f9"
+GENESIS = {
+    ("bitcoin", "mainnet"): frozenset({_BITCOIN_MAIN}),
+    ("bitcoin", "testnet"): frozenset({_BITCOIN_TESTNET3, _BITCOIN_TESTNET4, _BITCOIN_SIGNET}),
+    ("bitcoin", "regtest"): frozenset({_BITCOIN_REGTEST}),
+    ("litecoin", "mainnet"): frozenset({_LITECOIN_MAIN}),
+    ("litecoin", "testnet"): frozenset({_LITECOIN_TESTNET4}),
+    ("litecoin", "regtest"): frozenset({_LITECOIN_REGTEST}),
+}
+# (network, base URL, chain mode) whose genesis block was found right in this process.
+_GENESIS_CHECKED: set[tuple[str, str, str]] = set()
+_GENESIS_LOCK = threading.Lock()
 
 
 @dataclass
@@ -83,6 +114,8 @@ class BlockScan(ScanResult):
 class EsploraAdapter:
     """Credits to our receive addresses on Bitcoin or Litecoin, read from an Esplora API."""
 
+    reorg_depth = REORG_DEPTH
+
     def __init__(
         self,
         network: str,
@@ -92,9 +125,13 @@ class EsploraAdapter:
         concurrency: int = 1,
         max_blocks: int = MAX_BLOCKS_PER_SCAN,
         mempool_budget: int = MEMPOOL_BUDGET,
+        chain_mode: str | None = None,
     ):
         if network not in ASSETS:
             raise ValueError(f"Esplora serves bitcoin or litecoin, not {network!r}")
+        # None: no genesis check (an adapter built by hand, e.g. a test's).
+        self.chain_mode = chain_mode
+        self.genesis = GENESIS[(network, chain_mode)] if chain_mode else frozenset()
         self.network = network
         self.asset = ASSETS[network]
         self.base_url = base_url.rstrip("/")
@@ -108,6 +145,7 @@ class EsploraAdapter:
         """Every output paying one of `targets`, mempool included; `cursor` is not used."""
         addresses = list(dict.fromkeys(target.address for target in targets))
         with new_client() as client:
+            self._check_chain(client)
             tip = self._tip(client)
             # One request (or a few pages) per address, `concurrency` at a time.
             histories = each_concurrently(
@@ -136,6 +174,7 @@ class EsploraAdapter:
         watched (bech32 ones given in lower case), so the cost follows the blocks, not
         the number of watched addresses (`watched_among(targets)` for a fixed list)."""
         with new_client() as client:
+            self._check_chain(client)
             # The mempool first, the tip after: a transaction that leaves the mempool in
             # between is in a block at or below the tip, so it is never missed by both.
             mempool = self._mempool(client)
@@ -186,6 +225,40 @@ class EsploraAdapter:
             examined=frozenset(mempool),
             fallback=reason,
         )
+
+    def block_hashes(self, heights: Iterable[int]) -> dict[int, str]:
+        """The chain's block hash at each of `heights` now (GET /block-height/:height), for
+        the watcher to see which stored transfers' blocks a reorg replaced; a height above
+        the tip is absent (its block is gone too)."""
+        heights = sorted(set(heights))
+        with new_client() as client:
+            self._check_chain(client)
+            tip = self._tip(client)
+            below = [height for height in heights if height <= tip]
+            hashes = each_concurrently(
+                lambda height: self._block_hash(client, height), below, workers=self.concurrency
+            )
+        return dict(zip(below, hashes, strict=True))
+
+    def _check_chain(self, client: httpx.Client) -> None:
+        """The server is on the configured chain (its genesis block), or ChainError: a
+        mainnet install pointed at a testnet or regtest server would count worthless coins.
+        Asked once per process and server once it answered right."""
+        if not self.genesis:
+            return
+        key = (self.network, self.base_url, self.chain_mode)
+        with _GENESIS_LOCK:
+            if key in _GENESIS_CHECKED:
+                return
+        found = self._block_hash(client, 0)
+        if found not in self.genesis:
+            raise ChainError(
+                f"{self.network}: the Esplora server at {self.base_url} is on another chain "
+                f"(genesis block {found[:16]}…, not the {self.chain_mode} one): its answers "
+                "are refused (check KERNODECK_CHAIN_MODE and the server's URL)"
+            )
+        with _GENESIS_LOCK:
+            _GENESIS_CHECKED.add(key)
 
     def _still_on_chain(self, client, blocks: Sequence[Sequence], tip: int) -> list | None:
         """The stored blocks up to the newest one still on the chain (a reorg replaced the
@@ -280,11 +353,16 @@ class EsploraAdapter:
     def _credits(self, tx: dict, address: str, tip: int) -> list[ObservedTransfer]:
         status = _status(tx)
         confirmed = status.get("confirmed") is True
-        height = block_time = None
+        height = block_time = block_hash = None
         if confirmed:
             height = json_int(status.get("block_height"), f"{self.network}: block_height")
             if status.get("block_time") is not None:
                 block_time = unix_time(status["block_time"], f"{self.network}: block_time")
+            block_hash = status.get("block_hash")
+            if block_hash is not None and not (
+                isinstance(block_hash, str) and _HASH.fullmatch(block_hash)
+            ):
+                raise ChainError(f"{self.network}: {tx['txid']}'s block hash is no hash")
         # A block found between the tip request and this one would give 0: it is in a block.
         confirmations = max(tip - height + 1, 1) if height is not None else 0
         vout = tx.get("vout")
@@ -310,6 +388,7 @@ class EsploraAdapter:
                     confirmations=confirmations,
                     block_height=height,
                     block_time=block_time,
+                    block_hash=block_hash,
                 )
             )
         return credits

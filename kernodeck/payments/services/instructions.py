@@ -209,9 +209,7 @@ def payment_intent_create(
                 address=address,
                 base_units=amount,
                 decimals=method.decimals,
-                chain_id=methods.ETHEREUM_CHAIN_ID[testnet]
-                if method.chain == "ethereum"
-                else None,
+                chain_id=registry.ethereum_chain_id() if method.chain == "ethereum" else None,
                 token_contract=contract,
                 solana_reference=reference,
                 message=order.reference if order else "",

@@ -190,9 +190,15 @@ def _transfers_follow_chain(network: str, scan, seen_keys: set) -> set:
     mempool without entering a scanned block was replaced or dropped (disappeared); one in
     a block a reorg took away is unconfirmed again if it is back in the mempool, gone if not.
     Returns the pks of the intents concerned."""
+    # Up to the last block read: a catch-up (Core reads 50 blocks a pass) judges the
+    # transfers stored in the blocks after it on a later pass, once it read them.
+    read_to = scan.blocks[-1][0] if scan.blocks else scan.tip
     candidates = (
         Transfer.objects.filter(network=network, disappeared_at__isnull=True, final=False)
-        .filter(Q(block_height__isnull=True) | Q(block_height__gte=scan.rescanned_from))
+        .filter(
+            Q(block_height__isnull=True)
+            | Q(block_height__gte=scan.rescanned_from, block_height__lte=read_to)
+        )
         .filter(Q(intent__isnull=True) | Q(intent__monitor_until__gt=clock.now()))
         .exclude(recorded_by__isnull=False)
     )

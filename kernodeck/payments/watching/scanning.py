@@ -15,10 +15,17 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 
 from kernodeck.core import clock
 from kernodeck.payments.chains.base import ChainError, WatchTarget, checked_scan, scan_checked
-from kernodeck.payments.models import ChainState, IntentStatus, PaymentIntent
+from kernodeck.payments.models import (
+    ChainState,
+    IntentStatus,
+    PaymentIntent,
+    Transfer,
+    TransferKind,
+)
 from kernodeck.payments.watching.storing import (
     transfers_mark_disappeared,
     transfers_store,
@@ -152,6 +159,39 @@ def _short(text: str) -> str:
 # -- polling every watched address -----------------------------------------------------------
 
 
+def _reorged_addresses(network: str, adapter, state, polled: set[str], now) -> set[str]:
+    """The watched addresses outside `polled` with a stored transfer in the last
+    `adapter.reorg_depth` blocks (below the tip last seen) whose block is no longer the
+    chain's: its hash there differs, or the chain is no longer that high (Bitcoin and
+    Litecoin by address polling, where transfers of intents kept only for late payments are
+    polled every KERNODECK_WATCH_LATE_INTERVAL). One request per distinct block height, and
+    none when there is no such transfer."""
+    depth = getattr(adapter, "reorg_depth", 0)
+    if not depth or not hasattr(adapter, "block_hashes") or state is None or not state.tip:
+        return set()
+    recent = (
+        Transfer.objects.filter(
+            network=network,
+            disappeared_at__isnull=True,
+            final=False,
+            block_height__gt=state.tip - depth,
+        )
+        .exclude(block_hash="")
+        .filter(Q(intent__isnull=True) | Q(intent__monitor_until__gt=now))
+        .exclude(recorded_by__isnull=False)
+        .exclude(kind=TransferKind.UNEXPLAINED)
+        .values_list("address", "block_height", "block_hash")
+    )
+    recent = [row for row in recent if row[0] not in polled]
+    if not recent:
+        return set()
+    canonical = adapter.block_hashes({height for _address, height, _hash in recent})
+    moved = {address for address, height, hash_ in recent if canonical.get(height) != hash_}
+    if moved:
+        logger.info("%s: %d addresses had transfers in reorganised blocks", network, len(moved))
+    return moved
+
+
 def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
     """Poll the watched addresses (those only kept for late payments every
     KERNODECK_WATCH_LATE_INTERVAL) and store what the chain reports; a dict report when
@@ -168,11 +208,17 @@ def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
     late_due = _late_poll_due(state, now)
     follows_blocks = getattr(adapter, "follows_blocks", False)
     polled = [i for i in intents if follows_blocks or late_due or _polled_every_pass(i, now)]
-    # Even with nothing to watch, the scan reads the chain's tip: that is the health check.
-    targets = watch_targets(network, polled)
     cursor = state.cursor if state else None
     try:
         # Network I/O, no lock held; every value is checked before anything is stored.
+        if not follows_blocks and not late_due:
+            # Addresses left out of this pass whose stored transfers sit in a block a reorg
+            # replaced: polled now (their history says where the transfers went, if anywhere).
+            moved = _reorged_addresses(network, adapter, state, {i.address for i in polled}, now)
+            chosen = {i.pk for i in polled}
+            polled += [i for i in intents if i.address in moved and i.pk not in chosen]
+        # Even with nothing to watch, the scan reads the chain's tip: that is the health check.
+        targets = watch_targets(network, polled)
         if follows_blocks:
             raw = adapter.scan(
                 targets,

@@ -82,8 +82,10 @@ def test_blocks_and_mempool_are_read_with_the_core_22_address_field(server):
     core = adapter(server)
     scan = core.scan_blocks(watched_among([WatchTarget(OURS)]), blocks=[[100, "00" * 32]])
 
-    found = {(t.txid, t.index): (t.amount_base, t.confirmations) for t in scan.transfers}
-    assert found == {(PAID, 0): (150_000, 1), (WAITING, 1): (20_000_000, 0)}
+    found = {
+        (t.txid, t.index): (t.amount_base, t.confirmations, t.block_hash) for t in scan.transfers
+    }
+    assert found == {(PAID, 0): (150_000, 1, BLOCK), (WAITING, 1): (20_000_000, 0, None)}
     assert scan.blocks[-1] == [101, BLOCK]
     assert scan.examined == frozenset({WAITING})  # GONE left the mempool: not an error
     # The credentials go in the Authorization header, never in what is shown or logged.

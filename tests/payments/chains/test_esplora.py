@@ -79,6 +79,7 @@ def test_reads_the_recorded_address_history_and_tip(loopback, sleeps):
             confirmations=6,
             block_height=871_204,
             block_time=datetime(2024, 11, 19, 10, 2, 2, tzinfo=UTC),
+            block_hash=recorded["status"]["block_hash"],  # for the watcher's reorg check
         )
     ]
     assert [r.path for r in loopback.requests] == [TIP, txs_path(OURS)]
@@ -527,3 +528,13 @@ def test_block_scan_refuses_nonsense_as_a_chain_error(loopback, sleeps, path, re
         adapter(loopback, sleeps).scan_blocks(
             watched_among([WatchTarget(OURS)]), blocks=[[100, block_hash(100)]]
         )
+
+
+def test_a_block_hash_that_is_no_hash_fails_the_scan(loopback, sleeps):
+    [recorded] = sample("esplora/address-txs.json")["response"]
+    bad = {**recorded, "status": {**recorded["status"], "block_hash": "<b>not a hash</b>"}}
+    loopback.route("GET", TIP, sample_reply("esplora/blocks-tip-height.json"))
+    loopback.route("GET", txs_path(OURS), json_body=[bad])
+
+    with pytest.raises(ChainError, match="block hash is no hash"):
+        adapter(loopback, sleeps).scan([WatchTarget(OURS)])
