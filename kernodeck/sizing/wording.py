@@ -133,6 +133,25 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
                 )
             if values["checkpointing"]:
                 text += " " + _("Gradient checkpointing keeps only each layer's input.")
+            if values.get("chunked_loss"):
+                text += " " + _(
+                    "The loss runs in chunks: the fp32 logits and their gradient exist for an "
+                    "eighth of the positions at a time."
+                )
+        elif key == "llama_cpp":
+            text = _(
+                "llama.cpp allocates the KV cache for its whole context (%(context)s tokens) "
+                "when it starts, and a compute buffer for a batch of %(ubatch)s tokens against "
+                "that context."
+            ) % {
+                "context": number_format(values["context"], force_grouping=True),
+                "ubatch": values["ubatch"],
+            }
+            if not values["flash"]:
+                text += " " + _(
+                    "Without FlashAttention (-fa) that buffer holds the batch's f32 attention "
+                    "scores."
+                )
         elif key == "sharded":
             kind = values.get("kind")
             if kind == "none":
@@ -160,6 +179,12 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
                 if kind in ("zero3", "fsdp"):
                     text += " " + _(
                         "ZeRO-3 and FSDP also gather two blocks' full weights at a time."
+                    )
+                if kind == "tensor_parallel":
+                    text += " " + _(
+                        "Tensor parallelism also splits each layer's inner activations (Q, K, "
+                        "V, the attention scores, the MLP and the logits); the blocks' inputs "
+                        "stay whole."
                     )
         else:
             text = _(
