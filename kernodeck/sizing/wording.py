@@ -7,6 +7,7 @@ Apart from the selectors because it reads nothing: it only puts the report's fig
 
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from kernodeck.core.money import money_figure
 from kernodeck.sizing import estimator
@@ -198,10 +199,11 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
     return sentences
 
 
+# Lazy: translated in the reader's language when used, not in the one active at import.
 VERDICT_WORDS = {
-    estimator.FITS: _("fits"),
-    estimator.MEASURE: _("measure it"),
-    estimator.DOES_NOT_FIT: _("does not fit"),
+    estimator.FITS: gettext_lazy("fits"),
+    estimator.MEASURE: gettext_lazy("measure it"),
+    estimator.DOES_NOT_FIT: gettext_lazy("does not fit"),
 }
 
 
@@ -283,6 +285,6 @@ def recommendation_note(r: Recommendation) -> str:
         text += " " + _("With %(name)s = %(alternative)s: %(verdict)s.") % {
             "name": name,
             "alternative": alternative,
-            "verdict": VERDICT_WORDS[other],
+            "verdict": str(VERDICT_WORDS[other]),
         }
     return text

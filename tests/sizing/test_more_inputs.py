@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 from django.urls import reverse
 
+from kernodeck.demo.services import demo_seed_catalog
 from kernodeck.sizing import estimator
 from kernodeck.sizing.estimator import GIB, EstimateError, Workload
 from kernodeck.sizing.presets import PRESETS
@@ -209,3 +210,27 @@ def test_a_sliding_window_given_on_the_page_shrinks_the_cache(client):
         moe_intermediate_size=2048,
     ).counted_parameters()
     assert f"{experts:,} parameters at 2 bytes each" in moe
+
+
+@pytest.mark.django_db
+def test_the_offer_notes_say_their_verdicts_in_the_pages_language(client):
+    """'With attention = eager: measure it.' was English on the Spanish page: the verdict
+    words were translated once, when the module was imported."""
+    demo_seed_catalog()
+    page = client.get(
+        reverse("sizing:estimate"),
+        {
+            "preset": "llama-3.1-8b",
+            "mode": "training",
+            "finetune": "lora",
+            "precision": "bf16",
+            "batch_size": "1",
+            "sequence_length": "2048",
+            "optimizer": "adamw",
+            "gpus": "1",
+        },
+        HTTP_ACCEPT_LANGUAGE="es",
+    ).content.decode()
+
+    assert "Con attention = eager: " in page
+    assert "measure it" not in page and "does not fit" not in page
