@@ -87,11 +87,15 @@ class SizingIn(InputSchema):
     labels: _count(1_000_000) | None = None
     prompt_length: _count(10_485_760) | None = None
     new_tokens: Annotated[int, Field(strict=True, ge=0, le=10_485_760)] | None = None
-    quantization: Literal["nf4", "nf4_dq", "gptq", "awq", "int8"] | None = None
+    quantization: (
+        Literal["nf4", "nf4_dq", "gptq", "awq", "int8", "q4_0", "q4_k_m", "q5_k_m", "q6_k", "q8_0"]
+        | None
+    ) = None
     kv_cache_dtype: Literal["fp32", "bf16", "fp16", "fp8", "int8"] | None = None
     sharding: Literal["none", "zero2", "zero3", "fsdp", "tensor_parallel"] | None = None
-    framework: Literal["transformers", "vllm"] | None = None
+    framework: Literal["transformers", "vllm", "llama.cpp"] | None = None
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] | None = None
+    chunked_loss: Annotated[bool, Field(strict=True)] | None = None
     days: Literal[3, 7, 30] = 7
 
 

@@ -46,8 +46,10 @@ from kernodeck.sizing.workloads import (
     FINETUNES,
     FRAMEWORKS,
     FULL_TRAINING_PRECISIONS,
+    GGUF_BITS,
     HEADS,
     KV_CACHE_DTYPES,
+    LLAMA_CPP_UBATCH,
     LORA_MODULES,
     LORA_RANK,
     MAX_GPUS,
@@ -194,9 +196,13 @@ def validate(w: Workload) -> None:
     if w.new_tokens is not None and w.prompt_length is None:
         raise EstimateError("give prompt_length with new_tokens.", field="prompt_length")
     if w.framework is not None and w.framework not in FRAMEWORKS:
-        raise EstimateError("must be transformers or vllm.", field="framework")
+        raise EstimateError("must be transformers, vllm or llama.cpp.", field="framework")
     if w.framework == "vllm" and w.mode != "inference":
         raise EstimateError("vLLM serves models: choose inference.", field="framework")
+    if w.framework == "llama.cpp" and w.mode != "inference":
+        raise EstimateError("llama.cpp runs models: choose inference.", field="framework")
+    if w.chunked_loss is not None and not isinstance(w.chunked_loss, bool):
+        raise EstimateError("must be true or false.", field="chunked_loss")
     if w.gpu_memory_utilization is not None:
         if w.framework != "vllm":
             raise EstimateError("give framework vllm with it.", field="gpu_memory_utilization")
@@ -210,8 +216,17 @@ def validate(w: Workload) -> None:
         raise EstimateError("must be fp32, bf16, fp16, fp8 or int8.", field="kv_cache_dtype")
     if w.quantization is not None:
         if w.quantization not in QUANTIZATIONS:
-            raise EstimateError("must be nf4, nf4_dq, gptq, awq or int8.", field="quantization")
-        if QUANTIZATIONS[w.quantization] != w.precision:
+            raise EstimateError(
+                "must be nf4, nf4_dq, gptq, awq, int8, or a GGUF type (q4_0, q4_k_m, q5_k_m, "
+                "q6_k, q8_0).",
+                field="quantization",
+            )
+        if QUANTIZATIONS[w.quantization] == "gguf":
+            if w.framework != "llama.cpp":
+                raise EstimateError(
+                    "GGUF types are llama.cpp's: give framework llama.cpp.", field="quantization"
+                )
+        elif QUANTIZATIONS[w.quantization] != w.precision:
             raise EstimateError(
                 "nf4, gptq and awq store int4 weights and int8 stores int8: choose the "
                 "matching precision.",
@@ -249,8 +264,10 @@ def estimate(w: Workload) -> Estimate:
             "weights",
             {
                 "parameters": params,
-                "bytes": PRECISION_BYTES[w.precision],
-                "quantized": w.precision in QUANTIZED,
+                "bytes": round(GGUF_BITS[w.quantization] / 8, 3)
+                if w.quantization in GGUF_BITS
+                else PRECISION_BYTES[w.precision],
+                "quantized": w.precision in QUANTIZED and w.quantization not in GGUF_BITS,
             },
         )
     ]
@@ -279,6 +296,17 @@ def estimate(w: Workload) -> Estimate:
                 },
             )
         )
+        if w.framework == "llama.cpp":
+            notes.append(
+                (
+                    "llama_cpp",
+                    {
+                        "context": w.batch_size * w.cached_tokens(),
+                        "ubatch": min(LLAMA_CPP_UBATCH, w.batch_size * w.cached_tokens()),
+                        "flash": w.resolved("attention") == "flash",
+                    },
+                )
+            )
     else:
         if w.finetune == "full":
             trainable = params
@@ -312,6 +340,7 @@ def estimate(w: Workload) -> Estimate:
                 {
                     "checkpointing": w.gradient_checkpointing,
                     "attention": w.resolved("attention"),
+                    "chunked_loss": bool(w.resolved("chunked_loss")),
                 },
             )
         )

@@ -114,6 +114,11 @@ class SizingForm(forms.Form):
             ("gptq", "GPTQ"),
             ("awq", "AWQ"),
             ("int8", "LLM.int8"),
+            ("q4_0", "GGUF Q4_0 (llama.cpp)"),
+            ("q4_k_m", "GGUF Q4_K_M (llama.cpp)"),
+            ("q5_k_m", "GGUF Q5_K_M (llama.cpp)"),
+            ("q6_k", "GGUF Q6_K (llama.cpp)"),
+            ("q8_0", "GGUF Q8_0 (llama.cpp)"),
         ],
         required=False,
     )
@@ -122,6 +127,7 @@ class SizingForm(forms.Form):
         choices=[
             ("", _("Not said (PyTorch / Transformers)")),
             ("vllm", _("vLLM (takes 90% of each card)")),
+            ("llama.cpp", _("llama.cpp (GGUF; the cache for the whole context)")),
         ],
         required=False,
     )
@@ -171,6 +177,15 @@ class SizingForm(forms.Form):
         ],
         required=False,
     )
+    chunked_loss = forms.ChoiceField(
+        label=_("Chunked loss (training)"),
+        choices=[
+            ("", _("Not said (no: all the logits in fp32)")),
+            ("yes", _("Yes (torchtune, Liger)")),
+            ("no", _("No")),
+        ],
+        required=False,
+    )
     optimizer_states = forms.ChoiceField(
         label=_("Optimizer state precision (training)"),
         choices=[
@@ -198,6 +213,39 @@ class SizingForm(forms.Form):
     vocab_size = _count(_("Vocabulary size"), 10_000_000, required=False)
     parameters = _count(_("Parameters (optional)"), 10**13, required=False)
     experts = _count(_("Experts (optional, mixture of experts)"), 1024, required=False)
+    experts_per_token = _count(
+        _("Experts per token (mixture of experts)"),
+        1024,
+        required=False,
+        help_text=_("Active experts per token (num_experts_per_tok); 2 unless given."),
+    )
+    moe_intermediate_size = _count(
+        _("Expert MLP size (moe_intermediate_size)"),
+        1_048_576,
+        required=False,
+        help_text=_("When the experts are narrower than the dense MLP (DeepSeek, Qwen3 MoE)."),
+    )
+    sliding_window = _count(
+        _("Sliding window (tokens)"),
+        10_485_760,
+        required=False,
+        help_text=_("Windowed layers keep only this many tokens in the KV cache."),
+    )
+    sliding_layers = _count(
+        _("Windowed layers"),
+        1024,
+        required=False,
+        help_text=_("How many layers use the window; empty: all of them (Gemma 3: 5 of 6)."),
+    )
+    kv_lora_rank = _count(
+        _("Latent attention: KV latent size (kv_lora_rank)"),
+        131_072,
+        required=False,
+        help_text=_("Multi-head latent attention (DeepSeek-V2/V3) caches one latent per token."),
+    )
+    rope_head_dim = _count(
+        _("Latent attention: rotary key size (qk_rope_head_dim)"), 4096, required=False
+    )
 
     # Shown only when the workload is training (CSS :has() on the mode select; no script).
     TRAINING = (
@@ -209,6 +257,7 @@ class SizingForm(forms.Form):
         "lora_dropout",
         "master_weights",
         "optimizer_states",
+        "chunked_loss",
     )
     INFERENCE = ("prompt_length", "new_tokens", "kv_cache_dtype", "framework")
 
@@ -222,6 +271,12 @@ class SizingForm(forms.Form):
         "vocab_size",
         "parameters",
         "experts",
+        "experts_per_token",
+        "moe_intermediate_size",
+        "sliding_window",
+        "sliding_layers",
+        "kv_lora_rank",
+        "rope_head_dim",
     )
 
     def chosen_architecture(self) -> dict | None:
@@ -255,7 +310,11 @@ class SizingForm(forms.Form):
         values["master_weights"] = {"yes": True, "no": False}.get(master)
         dropout = self.cleaned_data.get("lora_dropout")
         values["lora_dropout"] = {"yes": True, "no": False}.get(dropout)
+        chunked = self.cleaned_data.get("chunked_loss")
+        values["chunked_loss"] = {"yes": True, "no": False}.get(chunked)
         if values["mode"] == "training":
             values["prompt_length"] = values["new_tokens"] = values["kv_cache_dtype"] = None
             values["framework"] = None
+        else:
+            values["chunked_loss"] = None
         return values

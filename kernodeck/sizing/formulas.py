@@ -61,6 +61,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kernodeck.sizing.workloads import (
+    GGUF_BITS,
+    LLAMA_CPP_UBATCH,
+    LOSS_CHUNKS,
     OPTIMIZER_STATE_PRECISIONS,
     PRECISION_BYTES,
     QUANTIZED,
@@ -168,6 +171,10 @@ def weight_bytes(
 ) -> float:
     """Weights in memory; quantized formats keep embeddings and the head in 16 bits."""
     params = arch.total_parameters() if params is None else params
+    if quantization in GGUF_BITS:
+        # llama.cpp's GGUF types quantize every tensor (the average bits include the
+        # embeddings and the output kept in a wider type).
+        return params * GGUF_BITS[quantization] / 8
     if precision not in QUANTIZED:
         return params * PRECISION_BYTES[precision]
     embeddings = min(arch.embedding_parameters(), params)
@@ -223,20 +230,25 @@ def kv_cache_bytes(
     return per_layer_token * element * kept * batch_size
 
 
-def layer_activation_bytes_per_token(arch: Architecture, precision: str) -> float:
-    """Bytes one block keeps for backward per token (Korthikanti et al., adapted; see module)."""
+def layer_activation_bytes_per_token(arch: Architecture, precision: str, tp: int = 1) -> float:
+    """Bytes one block keeps for backward per token (Korthikanti et al., adapted; see module).
+
+    Under tensor parallelism over `tp` GPUs each holds 1/tp of Q, K, V, the attention output
+    and the MLP's hidden tensors; the norms' inputs and each sub-block's input stay whole
+    (Korthikanti et al. 2022, eq. 2: sbh(10 + 24/t + 5as/(ht)), without sequence parallelism).
+    """
     unit = compute_bytes(precision) / 2  # the paper counts 16-bit values: 2 bytes each
     h, i = arch.hidden_size, arch.intermediate_size
     q = arch.attention_heads * arch.head_dim
     kv = arch.kv_heads * arch.head_dim
     # Norm inputs (2 x 2h); attention: its input, Q, K, V, and its output (the O input).
     norms = 4 * h
-    attention = 2 * h + 2 * q + 4 * kv + 2 * q
+    attention = 2 * h + (2 * q + 4 * kv + 2 * q) / tp
     # MLP: its input, then per active expert the up/gate outputs, activation and product.
     if arch.experts > 1:
         i = arch.expert_intermediate()
     per_expert = (8 if arch.gated_mlp else 4) * i
-    mlp = 2 * h + per_expert * max(1, arch.experts_per_token)
+    mlp = 2 * h + per_expert * max(1, arch.experts_per_token) / tp
     return unit * (norms + attention + mlp)
 
 
@@ -250,7 +262,7 @@ def eager_score_bytes(arch: Architecture, w: Workload, *, training: bool) -> flo
     """
     unit = compute_bytes(w.precision)
     length = w.prefill_tokens()
-    pairs = w.batch_size * arch.attention_heads * length * length
+    pairs = w.batch_size * arch.attention_heads * length * length / w.tensor_parallel()
     return pairs * (2 * unit if training else 2 * unit + 4.0)
 
 
@@ -279,7 +291,8 @@ def lora_dropout_bytes(arch: Architecture, w: Workload) -> float:
 def training_activation_bytes(arch: Architecture, w: Workload) -> float:
     tokens = w.batch_size * w.sequence_length
     unit = compute_bytes(w.precision)
-    layer = layer_activation_bytes_per_token(arch, w.precision)
+    tp = w.tensor_parallel()
+    layer = layer_activation_bytes_per_token(arch, w.precision, tp)
     eager = w.resolved("attention") == "eager"
     scores = eager_score_bytes(arch, w, training=True) if eager else 0.0
     if w.gradient_checkpointing:
@@ -289,11 +302,14 @@ def training_activation_bytes(arch: Architecture, w: Workload) -> float:
         blocks = tokens * arch.layers * layer + arch.layers * scores
     width, every_position = logit_width(arch, w)
     positions = tokens if every_position else w.batch_size
-    logits = positions * width * (unit + 8.0)
+    # The 16-bit logits, their fp32 copy and its gradient; a chunked loss holds the fp32
+    # pair for one chunk at a time. A vocabulary-parallel head splits them over TP GPUs.
+    fp32_positions = -(-positions // LOSS_CHUNKS) if w.resolved("chunked_loss") else positions
+    logits = (positions * width * unit + fp32_positions * width * 8.0) / tp
     return blocks + logits + lora_dropout_bytes(arch, w)
 
 
-def inference_transient_bytes_per_token(arch: Architecture, precision: str) -> float:
+def inference_transient_bytes_per_token(arch: Architecture, precision: str, tp: int = 1) -> float:
     """What one block holds at once per token during a no-grad forward pass.
 
     Nothing is kept for backward, so each intermediate is freed as soon as the next one
@@ -305,15 +321,31 @@ def inference_transient_bytes_per_token(arch: Architecture, precision: str) -> f
     h, i = arch.hidden_size, arch.intermediate_size
     q = arch.attention_heads * arch.head_dim
     kv = arch.kv_heads * arch.head_dim
-    mlp = 2 * h + (3 if arch.gated_mlp else 2) * i
-    attention = 2 * h + 3 * q + 3 * kv
+    mlp = 2 * h + (3 if arch.gated_mlp else 2) * i / tp
+    attention = 2 * h + (3 * q + 3 * kv) / tp
     return compute_bytes(precision) * max(mlp, attention)
+
+
+def llama_cpp_compute_bytes(arch: Architecture, w: Workload) -> float:
+    """llama.cpp's compute buffer: reserved for one physical batch (512 tokens) against the
+    whole context, in f32: one block's intermediates, the attention scores (unless
+    FlashAttention is on) and the batch's logits."""
+    context = w.batch_size * w.cached_tokens()
+    ubatch = min(LLAMA_CPP_UBATCH, context)
+    tp = w.tensor_parallel()
+    layer = inference_transient_bytes_per_token(arch, "fp32", tp)
+    scores = 0.0
+    if w.resolved("attention") != "flash":
+        scores = ubatch * context * arch.attention_heads / tp * 4.0
+    return ubatch * layer + scores + ubatch * logit_width(arch, w)[0] * 4.0
 
 
 def inference_activation_bytes(arch: Architecture, w: Workload) -> float:
     """The largest transient set during prefill: one block's tensors for the whole prompt."""
+    if w.framework == "llama.cpp":
+        return llama_cpp_compute_bytes(arch, w)
     tokens = w.batch_size * w.prefill_tokens()
-    layer = inference_transient_bytes_per_token(arch, w.precision)
+    layer = inference_transient_bytes_per_token(arch, w.precision, w.tensor_parallel())
     logits = w.batch_size * logit_width(arch, w)[0] * 4.0
     scores = eager_score_bytes(arch, w, training=False)
     return tokens * layer + logits + (scores if w.resolved("attention") == "eager" else 0.0)

@@ -7,6 +7,7 @@ Apart from the selectors because it reads nothing: it only puts the report's fig
 
 from django.utils.formats import number_format
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from kernodeck.core.money import money_figure
 from kernodeck.sizing import estimator
@@ -133,6 +134,25 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
                 )
             if values["checkpointing"]:
                 text += " " + _("Gradient checkpointing keeps only each layer's input.")
+            if values.get("chunked_loss"):
+                text += " " + _(
+                    "The loss runs in chunks: the fp32 logits and their gradient exist for an "
+                    "eighth of the positions at a time."
+                )
+        elif key == "llama_cpp":
+            text = _(
+                "llama.cpp allocates the KV cache for its whole context (%(context)s tokens) "
+                "when it starts, and a compute buffer for a batch of %(ubatch)s tokens against "
+                "that context."
+            ) % {
+                "context": number_format(values["context"], force_grouping=True),
+                "ubatch": values["ubatch"],
+            }
+            if not values["flash"]:
+                text += " " + _(
+                    "Without FlashAttention (-fa) that buffer holds the batch's f32 attention "
+                    "scores."
+                )
         elif key == "sharded":
             kind = values.get("kind")
             if kind == "none":
@@ -161,6 +181,12 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
                     text += " " + _(
                         "ZeRO-3 and FSDP also gather two blocks' full weights at a time."
                     )
+                if kind == "tensor_parallel":
+                    text += " " + _(
+                        "Tensor parallelism also splits each layer's inner activations (Q, K, "
+                        "V, the attention scores, the MLP and the logits); the blocks' inputs "
+                        "stay whole."
+                    )
         else:
             text = _(
                 "Three figures per GPU: allocated (live tensors, what max_memory_allocated "
@@ -173,10 +199,11 @@ def assumptions_in_words(estimate: estimator.Estimate) -> list[str]:
     return sentences
 
 
+# Lazy: translated in the reader's language when used, not in the one active at import.
 VERDICT_WORDS = {
-    estimator.FITS: _("fits"),
-    estimator.MEASURE: _("measure it"),
-    estimator.DOES_NOT_FIT: _("does not fit"),
+    estimator.FITS: gettext_lazy("fits"),
+    estimator.MEASURE: gettext_lazy("measure it"),
+    estimator.DOES_NOT_FIT: gettext_lazy("does not fit"),
 }
 
 
@@ -258,6 +285,6 @@ def recommendation_note(r: Recommendation) -> str:
         text += " " + _("With %(name)s = %(alternative)s: %(verdict)s.") % {
             "name": name,
             "alternative": alternative,
-            "verdict": VERDICT_WORDS[other],
+            "verdict": str(VERDICT_WORDS[other]),
         }
     return text

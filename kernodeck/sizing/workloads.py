@@ -22,6 +22,16 @@ matters, see `estimator.unstated_inputs`):
   labels-wide head on the last position (sequence classification).
 - `prompt_length` and `new_tokens` (inference): the prefill peak is over the prompt; the KV
   cache holds prompt plus generated tokens.
+- `chunked_loss` (training): the loss is computed over chunks of the positions, so the fp32
+  logits and their gradient exist for one chunk at a time (the 16-bit logits stay whole).
+- `framework`: `vllm` pre-allocates a share of each card; `llama.cpp` loads GGUF weights
+  (`quantization` q4_0, q4_k_m, q5_k_m, q6_k, q8_0), pre-allocates the KV cache for the
+  whole context (sequence_length x batch_size, whatever the prompt), and reserves a compute
+  buffer for one physical batch of 512 tokens against that context (its f32 attention scores
+  unless attention is flash).
+- `sharding` tensor_parallel also splits each layer's inner activations (Q, K, V, the
+  attention scores, the MLP's hidden tensors and the vocabulary-parallel logits) over the
+  GPUs; the norms' and blocks' inputs stay whole (Korthikanti et al. 2022, eq. 2).
 - `quantization`: nf4 (bitsandbytes: one fp32 absmax per 64 weights), nf4_dq (the absmax
   constants quantized again: 0.127 bits per weight, QLoRA section 3), gptq and awq (4 bits
   with an fp16 scale and a 4-bit zero point per group of 128 weights, the default group size
@@ -42,11 +52,24 @@ SHARDINGS = {
     "fsdp": ("weights", "kv_cache", "gradients", "optimizer"),
     "tensor_parallel": ("weights", "kv_cache", "gradients", "optimizer"),
 }
-FRAMEWORKS = ("transformers", "vllm")
+FRAMEWORKS = ("transformers", "vllm", "llama.cpp")
+# GGUF weight types (llama.cpp) in bits per weight over the whole file, embeddings and output
+# included: the sizes llama-bench reports for Llama-3.1-8B (8.03 B parameters: Q4_0 4.34
+# GiB, Q4_K_M 4.58, Q5_K_M 5.33, Q6_K 6.14, Q8_0 7.95 GiB; the _M mixes keep some tensors in
+# Q6_K). Q8_0 is exact: 34 bytes per block of 32 weights.
+GGUF_BITS = {"q4_0": 4.64, "q4_k_m": 4.90, "q5_k_m": 5.70, "q6_k": 6.57, "q8_0": 8.5}
+# llama.cpp's physical batch (--ubatch-size, 512 by default): its compute buffer is reserved
+# for that many tokens against the whole context.
+LLAMA_CPP_UBATCH = 512
+# Chunked cross-entropy (torchtune's CEWithChunkedOutputLoss, 8 chunks): the fp32 copy of the
+# logits and its gradient exist for one chunk of the positions at a time.
+LOSS_CHUNKS = 8
 # vLLM's default --gpu-memory-utilization: the share of each card it takes at start.
 VLLM_UTILIZATION = 0.9
 KV_CACHE_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8")
 QUANTIZATIONS = {"nf4": "int4", "nf4_dq": "int4", "gptq": "int4", "awq": "int4", "int8": "int8"}
+# GGUF types set their own bits: they go with framework llama.cpp, whatever the precision.
+QUANTIZATIONS.update(dict.fromkeys(GGUF_BITS, "gguf"))
 OPTIMIZER_STATE_PRECISIONS = {"fp32": 4.0, "bf16": 2.0, "8bit": 1.0}
 LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 LORA_TARGETS = {
@@ -186,6 +209,12 @@ class Workload:
     # the KV budget (how many sequences fit at once).
     framework: str | None = None
     gpu_memory_utilization: float | None = None
+    # Training: the loss in chunks (LOSS_CHUNKS) instead of one fp32 copy of all the logits.
+    chunked_loss: bool | None = None
+
+    def tensor_parallel(self) -> int:
+        """How many ways each layer's inner activations are split (Megatron-style TP)."""
+        return self.gpus if self.sharding == "tensor_parallel" else 1
 
     def usable_fraction(self) -> float:
         """The share of each card the job may use: vLLM's utilization, else all of it."""
@@ -210,7 +239,11 @@ class Workload:
         return self.sequence_length
 
     def cached_tokens(self) -> int:
-        """Tokens the KV cache holds at the end: prompt plus generated, when given."""
+        """Tokens the KV cache holds at the end: prompt plus generated, when given.
+
+        llama.cpp allocates the cache for its whole context (sequence_length) at start."""
+        if self.mode == "inference" and self.framework == "llama.cpp":
+            return max(self.sequence_length, (self.prompt_length or 0) + (self.new_tokens or 0))
         if self.mode == "inference" and self.prompt_length is not None:
             return self.prompt_length + (self.new_tokens or 0)
         return self.sequence_length
@@ -228,6 +261,7 @@ ASSUMED = {
     "optimizer_states": "fp32",
     "head": "lm",
     "quantization": None,
+    "chunked_loss": False,
 }
 ALTERNATIVES = {
     "attention": "eager",

@@ -28,6 +28,9 @@ def _shot(page, name):
             element = page.locator(f"#{part}, #sizing-{part}").first
             if element.count():
                 element.screenshot(path=str(Path(SHOTS) / f"{name}-{part}.png"))
+        chart = page.locator("#result figure").first
+        if chart.count():
+            chart.screenshot(path=str(Path(SHOTS) / f"{name}-chart.png"))
 
 
 def _chart_problems(page):
@@ -64,12 +67,17 @@ def test_from_the_configurator_estimate_a_job_and_see_the_offers_that_fit(
     page.get_by_label("Workload").select_option("training")
     assert page.get_by_label("Optimizer (training)").is_visible()
     page.get_by_label("Workload").select_option("inference")
+    # The custom architecture takes the modern fields too.
+    page.get_by_text("Another model: its architecture").click()
+    assert page.get_by_label("Sliding window (tokens)").is_visible()
+    assert page.get_by_label("Latent attention: KV latent size (kv_lora_rank)").is_visible()
+    assert page.get_by_label("Expert MLP size (moe_intermediate_size)").is_visible()
     page.get_by_label("Model").select_option("llama-3.1-70b")
     page.get_by_label("Sequence length (tokens)").fill("8192")
     page.get_by_label("Batch size (sequences per step)").fill("4")
     page.get_by_role("button", name="Estimate").click()
 
-    page.get_by_role("heading", name="Llama-3.1-70B: 159.62 GiB per GPU").wait_for()
+    page.get_by_role("heading", name="Llama-3.1-70B: 155.55 GiB per GPU").wait_for()
     _shot(page, f"sizing-en-{width}")
     # Four parts and ten offers, in the chart this width shows.
     visible = page.locator("#result figure svg:visible")
@@ -102,7 +110,7 @@ def test_the_spanish_page_fits_the_screen_and_its_command_has_a_decimal_point(
     violations = _watch_csp(page)
 
     page.goto(live_server.url + "/sizing/")
-    page.get_by_label("Trabajo").select_option("training")
+    page.get_by_label("Trabajo:", exact=True).select_option("training")
     page.get_by_label("Ajuste fino (entrenamiento)").select_option("lora")
     page.get_by_role("button", name="Estimar").click()
 
