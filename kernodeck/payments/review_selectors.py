@@ -12,6 +12,7 @@ from kernodeck.payments.models import (
     REVIEW_INTENT_CASES,
     REVIEW_TRANSFER_CASES,
     ChainState,
+    IntentException,
     IntentStatus,
     PaymentIntent,
     Transfer,
@@ -23,12 +24,18 @@ DECIMALS = {(spec.chain, spec.asset): spec.decimals for spec in METHODS}
 
 
 def review_intents():
-    """Intents waiting for a decision, oldest first (read from payments_intent_review_idx:
-    the filter is the index's condition, so the cost follows the open cases, not all)."""
+    """Intents waiting for a decision: reversals first (money already given out left the
+    chain), then oldest first (read from payments_intent_review_idx: the filter is the
+    index's condition, so the cost follows the open cases, not all)."""
     return (
         PaymentIntent.objects.filter(REVIEW_INTENT_CASES)
         .select_related("method", "order", "owner", "topup")
-        .order_by("created_at")
+        .annotate(
+            reversal_first=Case(
+                When(exception=IntentException.REVERSED, then=Value(0)), default=Value(1)
+            )
+        )
+        .order_by("reversal_first", "created_at")
     )
 
 
