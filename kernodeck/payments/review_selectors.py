@@ -130,6 +130,10 @@ def review_reason_display(intent: PaymentIntent) -> str:
     The watcher stores the reason in English (`reconciliation.REASONS`, and the allocation
     refusals, written with the default language); any other stored text shows as it is.
     """
+    if intent.exception == IntentException.REVERSED:
+        return _("Reversed after settlement: %(amount)s left the chain.") % {
+            "amount": coin(int(intent.reversed_base), intent.method.decimals, intent.method.asset)
+        }
     stored = intent.review_reason
     parsed = reconciliation.reason_parse(stored)
     if parsed is not None:

@@ -6,6 +6,9 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.contrib.auth.models import Permission
+from django.test import Client
+from django.urls import reverse
 
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict
@@ -204,3 +207,29 @@ def test_a_reversed_top_up_is_taken_back_up_to_the_balance_never_below_zero(
     assert decided["debited_usd"] == "70.00"
     assert Decimal(decided["not_recovered_usd"]) == lost - Decimal("70.00") > 0
     assert AuditEvent.objects.filter(action="ledger.topup_reversed").count() == 2
+
+
+def test_the_case_page_shows_the_reversal_and_records_the_decision(
+    configured, fresh_rates, server, chain
+):
+    intent = reversed_order_case(chain)
+    operator = make_user(staff=True)
+    for app_label, codename in (("payments", "review_payment"), ("ledger", "adjust_balance")):
+        operator.user_permissions.add(
+            Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        )
+    client = Client()
+    client.force_login(operator)
+    queue = client.get(reverse("backoffice:review_queue")).content.decode()
+    assert "Reversed after settlement: 0.01 BTC left the chain." in queue
+    url = reverse("backoffice:intent_case", args=[intent.pk])
+    page = client.get(url).content.decode()
+    assert 'value="reversal"' in page and 'value="decision"' not in page
+
+    response = client.post(
+        url, {"form": "reversal", "decision": "repay", "reason": "double spend"}
+    )
+
+    assert response.status_code == 302
+    assert fresh(intent).reversal_decision == ReversalDecision.REPAY
+    assert "Customer asked to pay again by" in client.get(url).content.decode()
