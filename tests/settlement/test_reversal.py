@@ -15,9 +15,10 @@ from kernodeck.core.errors import Conflict
 from kernodeck.core.models import AuditEvent
 from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.ledger import services as ledger_services
+from kernodeck.ledger.models import LedgerEntry
 from kernodeck.orders.models import Order, RentalState
 from kernodeck.orders.timeline import timeline_entries
-from kernodeck.payments import review_selectors, services, watching
+from kernodeck.payments import review, review_selectors, services, watching
 from kernodeck.payments.models import (
     IntentException,
     IntentStatus,
@@ -26,7 +27,8 @@ from kernodeck.payments.models import (
     Transfer,
 )
 from kernodeck.provisioning.models import Alert, AlertKind
-from kernodeck.settlement import reversal, topups
+from kernodeck.settlement import allocation, reversal, topups
+from tests.constraint_races import needs_postgres, race, unexpected
 from tests.factories import make_offer, make_order, make_user
 from tests.loopback import LoopbackServer
 from tests.payments.esplora_chain import EsploraChain
@@ -233,3 +235,79 @@ def test_the_case_page_shows_the_reversal_and_records_the_decision(
     assert response.status_code == 302
     assert fresh(intent).reversal_decision == ReversalDecision.REPAY
     assert "Customer asked to pay again by" in client.get(url).content.decode()
+
+
+# -- races (PostgreSQL) -----------------------------------------------------------------
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_money_leaving_while_an_operator_credits_it_never_leaves_a_credit_without_a_case(
+    configured, fresh_rates
+):
+    """The operator's decision against the watcher: the watcher marks the transfer gone
+    and reconciles while an operator credits the payment. Either the credit is refused
+    (the watcher came first: nothing is received) or it stands and is a reversed case."""
+    needs_postgres()
+    operator = make_user(staff=True)
+    for round_ in range(3):
+        intent = order_intent()
+        PaymentIntent.objects.filter(pk=intent.pk).update(
+            expires_at=clock.now() - timedelta(hours=1)
+        )
+        transfer = review.review_record_transfer(
+            intent_id=intent.pk, txid=f"ab{round_}" * 8, amount="0.001", actor=operator, reason="x"
+        )
+        assert fresh(intent).status == IntentStatus.LATE
+
+        def run(i, intent=intent, transfer=transfer):
+            if i == 0:
+                return allocation.review_credit_balance(
+                    intent_id=intent.pk, actor=operator, reason="credited"
+                )
+            Transfer.objects.filter(pk=transfer.pk).update(disappeared_at=clock.now())
+            return watching.payment_intent_reconcile(intent_id=intent.pk)
+
+        outcomes = race(run, 2)
+
+        assert not unexpected(outcomes), outcomes
+        intent = fresh(intent)
+        credited = LedgerEntry.objects.filter(intent=intent).exists()
+        assert credited == (intent.resolution == "credited"), outcomes
+        assert credited == (intent.exception == IntentException.REVERSED), outcomes
+        assert Alert.objects.filter(kind=AlertKind.PAYMENT_REVERSED).count() == (
+            Alert.objects.filter(kind=AlertKind.PAYMENT_REVERSED).values("key").distinct().count()
+        )
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_reversal_decided_while_the_watcher_passes_is_decided_once_and_reversed_once(
+    configured, fresh_rates, server, chain
+):
+    needs_postgres()
+    intent = reversed_order_case(chain)
+    operator = make_user(staff=True)
+
+    def run(i):
+        if i < 2:
+            return reversal.reversal_decide(
+                intent_id=intent.pk,
+                decision=ReversalDecision.LOSS_ACCEPTED,
+                actor=operator,
+                reason=f"accepted {i}",
+            )
+        return watching.watch_network("bitcoin")
+
+    outcomes = race(run, 3)
+
+    assert not unexpected(outcomes), outcomes
+    assert sum(isinstance(o, Conflict) for o in outcomes[:2]) == 1, outcomes
+    intent = fresh(intent)
+    assert (intent.exception, intent.reversal_decision) == (
+        IntentException.REVERSED,
+        ReversalDecision.LOSS_ACCEPTED,
+    )
+    assert AuditEvent.objects.filter(action="payment.reversed").count() == 1
+    assert AuditEvent.objects.filter(action="payment.reversal_loss_accepted").count() == 1
+    assert Alert.objects.get(kind=AlertKind.PAYMENT_REVERSED).resolved_at is not None
