@@ -378,6 +378,8 @@ KERNODECK_WATCH_INTERVAL = int(os.environ.get("KERNODECK_WATCH_INTERVAL", 30))
 # locked): the settlement step, which settles the order, applies the extension or credits
 # the top-up. A dotted path, as Django's backends, so the payments domain never imports it.
 KERNODECK_PAYMENT_ALLOCATOR = "kernodeck.settlement.allocation.payment_allocate"
+# What follows money that left the chain after settlement (flag, alert: the review queue).
+KERNODECK_PAYMENT_REVERSER = "kernodeck.settlement.reversal.payment_reversed"
 # Concurrent HTTP requests of one network's address-by-address polling.
 KERNODECK_WATCH_CONCURRENCY = int(os.environ.get("KERNODECK_WATCH_CONCURRENCY", 8))
 # Seconds between polls of the intents kept only for late payments (expired, under review).

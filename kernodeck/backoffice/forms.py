@@ -10,6 +10,21 @@ from kernodeck.core.forms import Form
 from kernodeck.core.money import coin, money
 
 
+class ReversalForm(Form):
+    """An operator's decision on a payment reversed after settlement (settlement.reversal)."""
+
+    DECISIONS = [
+        ("suspended", _("Suspend the rental (a top-up: take the credit back, up to the balance)")),
+        ("repay", _("Ask the customer to pay again")),
+        ("loss_accepted", _("Accept the loss")),
+    ]
+    decision = forms.ChoiceField(label=_("Decision"), choices=DECISIONS, widget=forms.RadioSelect)
+    reason = forms.CharField(
+        label=_("Reason (kept in the audit trail, shown to the customer)"),
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+
+
 class DecisionForm(Form):
     ACTIONS = [
         ("settle", _("Accept and settle")),

@@ -10,13 +10,18 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts.permissions import permission_required, require_permission
-from kernodeck.backoffice.forms import DecisionForm, RecordTransferForm, TransferResolveForm
+from kernodeck.backoffice.forms import (
+    DecisionForm,
+    RecordTransferForm,
+    ReversalForm,
+    TransferResolveForm,
+)
 from kernodeck.core.errors import ServiceError
 from kernodeck.core.forms import add_service_error
 from kernodeck.core.money import coin_figure
 from kernodeck.payments import review, review_selectors, selectors
 from kernodeck.payments.models import PaymentIntent, Transfer
-from kernodeck.settlement import allocation
+from kernodeck.settlement import allocation, reversal
 
 REVIEW = "payments.review_payment"
 DECISIONS = {
@@ -33,6 +38,8 @@ ACTION_PERMISSIONS = {
     "decision:credit": (REVIEW, "ledger.adjust_balance"),
     "decision:refunded": (REVIEW,),
     "record": (REVIEW, "payments.record_transfer"),
+    # A reversed top-up's credit taken back is a balance adjustment.
+    "reversal": (REVIEW, "ledger.adjust_balance"),
 }
 
 
@@ -101,8 +108,21 @@ def intent_case(request, intent_id):
     record_form = RecordTransferForm(
         request.POST if request.POST.get("form") == "record" else None, auto_id="id_record_%s"
     )
+    reversal_form = ReversalForm(
+        request.POST if request.POST.get("form") == "reversal" else None, auto_id="id_rev_%s"
+    )
     if request.method == "POST":
         try:
+            if reversal_form.is_bound and reversal_form.is_valid():
+                require_permission(request, *ACTION_PERMISSIONS["reversal"])
+                reversal.reversal_decide(
+                    intent_id=intent.pk,
+                    decision=reversal_form.cleaned_data["decision"],
+                    actor=request.user,
+                    reason=reversal_form.cleaned_data["reason"],
+                )
+                messages.success(request, _("Decision recorded."))
+                return redirect("backoffice:intent_case", intent_id=intent.pk)
             if decision_form.is_bound and decision_form.is_valid():
                 action = decision_form.cleaned_data["action"]
                 require_permission(request, *ACTION_PERMISSIONS[f"decision:{action}"])
@@ -131,7 +151,8 @@ def intent_case(request, intent_id):
                 messages.success(request, _("Transfer recorded and reconciled."))
                 return redirect("backoffice:intent_case", intent_id=intent.pk)
         except ServiceError as exc:
-            add_service_error(decision_form if decision_form.is_bound else record_form, exc)
+            bound = [f for f in (reversal_form, decision_form) if f.is_bound]
+            add_service_error(bound[0] if bound else record_form, exc)
     current = selectors.rate_current(intent.method.asset)
     return render(
         request,
@@ -151,6 +172,9 @@ def intent_case(request, intent_id):
             "settle_offered": settle_offered,
             "decision_form": decision_form,
             "record_form": record_form,
+            "reversal_form": reversal_form,
+            "reversed_usd": reversal.reversed_usd(intent) if intent.exception else None,
+            "reversed": coin_figure(int(intent.reversed_base), intent.method.decimals),
         },
     )
 

@@ -30,6 +30,10 @@ ACTION_WORDS = {
     "order.payment_declared": gettext_lazy("Payment declared (“I have paid”)"),
     "order.payment_abandoned": gettext_lazy("Payment instructions abandoned"),
     "order.payment_reviewed": gettext_lazy("Payment decided by an operator"),
+    "order.payment_reversed": gettext_lazy(
+        "A payment for this order was reversed on the chain: under review"
+    ),
+    "order.payment_reversal_decided": gettext_lazy("Reversed payment decided by an operator"),
     # Support (tickets and extensions about the order).
     "order.ticket_opened": gettext_lazy("Support ticket opened"),
     "order.extension_offered": gettext_lazy("Extension offered by support"),
@@ -68,6 +72,13 @@ DECISIONS = {
     ("extension", "refunded"): gettext_lazy(
         "Extension payment refunded to you outside Kernodeck after review"
     ),
+}
+
+# An operator's decision on a payment reversed after settlement (settlement.reversal).
+REVERSAL_DECISIONS = {
+    "suspended": gettext_lazy("Reversed payment: the rental is suspended"),
+    "repay": gettext_lazy("Reversed payment: please pay this order again"),
+    "loss_accepted": gettext_lazy("Reversed payment: nothing is asked of you"),
 }
 
 # Rental moves whose reason the customer reads (a failure, a suspension, a refund).
@@ -160,6 +171,18 @@ def _words(event: AuditEvent) -> tuple[str, str]:
         if extra:
             label = f"{label}. {' '.join(extra)}"
         return label, _decision_reason(event)
+    if action == "order.payment_reversed" and after.get("reversed_usd"):
+        return (
+            _(
+                "A payment for this order (%(amount)s) was reversed on the chain after it "
+                "was settled: under review"
+            )
+            % {"amount": _amount(after["reversed_usd"])},
+            "",
+        )
+    if action == "order.payment_reversal_decided":
+        label = str(REVERSAL_DECISIONS.get(after.get("decision", ""), ACTION_WORDS[action]))
+        return label, str(after.get("reason") or "")
     if action == "order.rental_extended":
         end = _moment(after.get("ends_at"))
         label = str(ACTION_WORDS[action])

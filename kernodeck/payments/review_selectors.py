@@ -12,6 +12,7 @@ from kernodeck.payments.models import (
     REVIEW_INTENT_CASES,
     REVIEW_TRANSFER_CASES,
     ChainState,
+    IntentException,
     IntentStatus,
     PaymentIntent,
     Transfer,
@@ -23,12 +24,18 @@ DECIMALS = {(spec.chain, spec.asset): spec.decimals for spec in METHODS}
 
 
 def review_intents():
-    """Intents waiting for a decision, oldest first (read from payments_intent_review_idx:
-    the filter is the index's condition, so the cost follows the open cases, not all)."""
+    """Intents waiting for a decision: reversals first (money already given out left the
+    chain), then oldest first (read from payments_intent_review_idx: the filter is the
+    index's condition, so the cost follows the open cases, not all)."""
     return (
         PaymentIntent.objects.filter(REVIEW_INTENT_CASES)
         .select_related("method", "order", "owner", "topup")
-        .order_by("created_at")
+        .annotate(
+            reversal_first=Case(
+                When(exception=IntentException.REVERSED, then=Value(0)), default=Value(1)
+            )
+        )
+        .order_by("reversal_first", "created_at")
     )
 
 
@@ -123,6 +130,10 @@ def review_reason_display(intent: PaymentIntent) -> str:
     The watcher stores the reason in English (`reconciliation.REASONS`, and the allocation
     refusals, written with the default language); any other stored text shows as it is.
     """
+    if intent.exception == IntentException.REVERSED:
+        return _("Reversed after settlement: %(amount)s left the chain.") % {
+            "amount": coin(int(intent.reversed_base), intent.method.decimals, intent.method.asset)
+        }
     stored = intent.review_reason
     parsed = reconciliation.reason_parse(stored)
     if parsed is not None:

@@ -282,6 +282,7 @@ class AlertKind(models.TextChoices):
     HOST_KEY_CHANGED = "host_key_changed", _("Host key changed")
     NODE_MAINTENANCE_LIVE = "node_maintenance_live", _("Node in maintenance with live rentals")
     STEP_FAILED = "step_failed", _("Step failed repeatedly")
+    PAYMENT_REVERSED = "payment_reversed", _("Payment reversed after settlement")
 
 
 class Alert(models.Model):

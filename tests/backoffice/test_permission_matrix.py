@@ -298,6 +298,8 @@ def test_a_signed_in_customer_gets_a_403_page_not_a_redirect_loop(world):
 def _post_action(client, url, action):
     if action.startswith("decision:"):
         data = {"form": "decision", "action": action.split(":")[1], "reason": "checked"}
+    elif action == "reversal":
+        data = {"form": "reversal", "decision": "loss_accepted", "reason": "checked"}
     elif action == "record":
         data = {"form": "record", "txid": "ab12" * 16, "amount": "1", "reason": "seen"}
     else:

@@ -20,6 +20,7 @@ an IntegrityError (a 500 on the web).
 | payments_intent_order_purpose          | internal | each creator passes its own cause;   |
 |                                        |          |   a repeat for one order is a 409    |
 | payments_intent_closed_with_reason     | internal | _close sets both; twice is a no-op   |
+| payments_intent_reversed_at            | internal | reconciling._reverse sets both       |
 | payments_transfer_once                 | race     | watcher: transfer_record's savepoint |
 |                                        |          |   updates the stored row; by hand:   |
 |                                        |          |   TransferAlreadyRecorded (409)      |

@@ -21,7 +21,7 @@ from bip_utils import Bip84, Bip84Coins
 from django.core.management import call_command
 
 from kernodeck.core import clock
-from kernodeck.payments import services, watching
+from kernodeck.payments import review_selectors, services, watching
 from kernodeck.payments.chains.core_rpc import CoreRpcAdapter, output_addresses
 from kernodeck.payments.models import (
     ChainState,
@@ -32,6 +32,7 @@ from kernodeck.payments.models import (
     TransferKind,
 )
 from kernodeck.payments.wallets import derive_address
+from kernodeck.provisioning.models import Alert, AlertKind
 from tests.factories import make_offer, make_order
 
 LITECOIND = shutil.which("litecoind")
@@ -290,6 +291,46 @@ def test_a_reorg_deeper_than_the_blocks_kept_is_rescanned_from_the_fork(regtest)
     replacement = transfer(second)
     assert (replacement.block_height, replacement.disappeared_at) == (paid.block_height, None)
     assert replacement.block_hash == regtest.call("getblockhash", paid.block_height)
+
+
+def double_spend(node, txid: str) -> str:
+    """A transaction spending the inputs of `txid` (back in the mempool) to the payer's own
+    address with a higher fee: it replaces `txid`, whose payment leaves the chain."""
+    raw = node.call("getrawtransaction", txid, True)
+    inputs = [{"txid": v["txid"], "vout": v["vout"]} for v in raw["vin"]]
+    total = Decimal(0)
+    for v in raw["vin"]:
+        previous = node.call(
+            "decoderawtransaction", node.wallet("gettransaction", v["txid"])["hex"]
+        )
+        total += Decimal(str(previous["vout"][v["vout"]]["value"]))
+    outputs = [{node.wallet("getnewaddress"): f"{total - Decimal('0.01'):.8f}"}]
+    unsigned = node.call("createrawtransaction", inputs, outputs, 0, True)
+    signed = node.wallet("signrawtransactionwithwallet", unsigned)["hex"]
+    return node.call("sendrawtransaction", signed)
+
+
+def test_a_payment_double_spent_after_settlement_is_a_reversed_case(regtest):
+    intent = ltc_intent()
+    watch()
+    txid = regtest.pay(intent.address, intent.amount_units)
+    (block, *_rest) = regtest.mine(CONFIRMATIONS)
+    watch()
+    assert status(intent) == IntentStatus.ALLOCATED
+
+    regtest.call("invalidateblock", block)  # a reorg: the payment waits again...
+    conflict = double_spend(regtest, txid)  # ...and the new branch spends its coins elsewhere
+    assert txid not in regtest.call("getrawmempool")
+    regtest.mine(CONFIRMATIONS + 1)
+    assert regtest.wallet("gettransaction", conflict)["confirmations"] > 0
+    watch()
+
+    assert transfer(txid).disappeared_at is not None
+    reversed_ = PaymentIntent.objects.get(pk=intent.pk)
+    assert (reversed_.status, reversed_.exception) == (IntentStatus.ALLOCATED, "reversed")
+    assert reversed_.reversed_base == intent.amount_base
+    assert review_selectors.review_intents().first().pk == intent.pk
+    assert Alert.objects.filter(kind=AlertKind.PAYMENT_REVERSED, order=intent.order).exists()
 
 
 def test_a_late_payment_is_recorded_as_late(regtest):

@@ -12,10 +12,12 @@ from kernodeck.payments.models.intents import (
     OPEN_STATUSES,
     REVIEW_INTENT_CASES,
     ClosedReason,
+    IntentException,
     IntentStatus,
     PaymentIntent,
     Purpose,
     Resolution,
+    ReversalDecision,
 )
 from kernodeck.payments.models.transfers import (
     REVIEW_KINDS,
@@ -37,6 +39,7 @@ __all__ = [
     "AddressCounter",
     "ChainState",
     "ClosedReason",
+    "IntentException",
     "IntentStatus",
     "MempoolMemory",
     "PaymentIntent",
@@ -44,6 +47,7 @@ __all__ = [
     "Purpose",
     "Rate",
     "Resolution",
+    "ReversalDecision",
     "Transfer",
     "TransferKind",
 ]

@@ -36,13 +36,33 @@ EXCEPTION_STATUSES = {
     IntentStatus.LATE,
 }
 
-# The review queue's cases: an exception, or confirmed with a reason to look, not yet decided.
+
+class IntentException(models.TextChoices):
+    """An exception kept beside the status (as BTCPay does): money the intent was allocated
+    or decided on left the chain afterwards (a double spend in a reorg)."""
+
+    REVERSED = "reversed", _("Reversed after settlement")
+
+
+class ReversalDecision(models.TextChoices):
+    """What an operator decided about a reversed payment (settlement.reversal)."""
+
+    SUSPENDED = "suspended", _("Rental suspended (or the credit taken back)")
+    REPAY = "repay", _("Customer asked to pay again")
+    LOSS_ACCEPTED = "loss_accepted", _("Loss accepted")
+
+
+# The review queue's cases: an exception, or confirmed with a reason to look, not yet decided;
+# or a reversal not yet decided (whatever was decided before it: the money left afterwards).
 # The selector and the partial index share this one condition (values sorted, so the SQL is
 # the same text in both and PostgreSQL sees that the query implies the index's predicate).
-REVIEW_INTENT_CASES = Q(resolution="") & (
-    Q(status__in=sorted(EXCEPTION_STATUSES))
-    | (Q(status=IntentStatus.CONFIRMED) & ~Q(review_reason=""))
-)
+REVIEW_INTENT_CASES = (
+    Q(resolution="")
+    & (
+        Q(status__in=sorted(EXCEPTION_STATUSES))
+        | (Q(status=IntentStatus.CONFIRMED) & ~Q(review_reason=""))
+    )
+) | (Q(exception=IntentException.REVERSED) & Q(reversal_decision=""))
 
 
 class Resolution(models.TextChoices):
@@ -175,6 +195,33 @@ class PaymentIntent(models.Model):
         verbose_name=_("decided by"),
     )
     resolved_at = models.DateTimeField(null=True, blank=True, verbose_name=_("decided at"))
+    # Reversed: counted money left the chain after the intent was allocated or decided
+    # (`reversed_base` of what it stood on); the operator's decision closes the case.
+    exception = models.CharField(
+        max_length=12, choices=IntentException.choices, blank=True, verbose_name=_("exception")
+    )
+    reversed_at = models.DateTimeField(null=True, blank=True, verbose_name=_("reversed at"))
+    reversed_base = models.DecimalField(
+        max_digits=40, decimal_places=0, default=0, verbose_name=_("reversed (base units)")
+    )
+    reversal_decision = models.CharField(
+        max_length=16,
+        choices=ReversalDecision.choices,
+        blank=True,
+        verbose_name=_("reversal decision"),
+    )
+    reversal_reason = models.TextField(blank=True, verbose_name=_("reversal decision reason"))
+    reversal_decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        verbose_name=_("reversal decided by"),
+    )
+    reversal_decided_at = models.DateTimeField(
+        null=True, blank=True, verbose_name=_("reversal decided at")
+    )
 
     class Meta:
         # Back-office permissions (see docs/architecture.md, "Back-office permissions").
@@ -249,6 +296,11 @@ class PaymentIntent(models.Model):
                 condition=Q(closed_at__isnull=True, closed_reason="")
                 | Q(closed_at__isnull=False, closed_reason__in=ClosedReason.values),
                 name="payments_intent_closed_with_reason",
+            ),
+            models.CheckConstraint(
+                condition=Q(exception="", reversed_at__isnull=True, reversal_decision="")
+                | Q(exception="reversed", reversed_at__isnull=False),
+                name="payments_intent_reversed_at",
             ),
             models.CheckConstraint(
                 condition=Q(chain="solana", solana_reference__isnull=False)

@@ -19,7 +19,12 @@ from kernodeck.core.errors import ServiceError
 from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_record
 from kernodeck.payments import locks, reconciliation
-from kernodeck.payments.models import IntentStatus, PaymentIntent
+from kernodeck.payments.models import (
+    IntentException,
+    IntentStatus,
+    PaymentIntent,
+    Resolution,
+)
 from kernodeck.payments.watching.storing import COUNTED_KINDS
 
 
@@ -57,11 +62,30 @@ def _outcome(intent: PaymentIntent, seen, *, now) -> reconciliation.Outcome:
     return reconciliation.reconcile(_due(intent), seen, now=now, policy=policy)
 
 
+def _stood_on_money(intent: PaymentIntent) -> bool:
+    """Allocated, or decided with its money counted (settled, credited): what it received
+    went somewhere, so losing it afterwards is a reversal, not a new status."""
+    return intent.status == IntentStatus.ALLOCATED or intent.resolution in (
+        Resolution.SETTLED,
+        Resolution.CREDITED,
+    )
+
+
+def _reverses(intent: PaymentIntent, outcome: reconciliation.Outcome) -> bool:
+    """Counted money the intent stood on has left the chain (and no reversal is open)."""
+    return (
+        _stood_on_money(intent)
+        and not intent.exception
+        and outcome.received_base < int(intent.received_base)
+    )
+
+
 def _outcome_changes(intent: PaymentIntent, outcome: reconciliation.Outcome) -> bool:
     """Whether applying `outcome` would change the stored intent. A confirmed outcome
-    always counts: its allocation may have failed before and is tried again."""
+    always counts: its allocation may have failed before and is tried again. A decided
+    intent changes only by a reversal."""
     if intent.status == IntentStatus.ALLOCATED or intent.resolution:
-        return False
+        return _reverses(intent, outcome)
     if outcome.settles:
         return True
     stored = (
@@ -84,6 +108,9 @@ def payment_intent_reconcile(*, intent_id) -> PaymentIntent:
     with transaction.atomic():
         intent = locks.lock_intent(intent_id)
         if intent.status == IntentStatus.ALLOCATED or intent.resolution:
+            outcome = _outcome(intent, _seen(intent), now=clock.now())
+            if _reverses(intent, outcome):
+                _reverse(intent, outcome)
             return intent
         outcome = _outcome(intent, _seen(intent), now=clock.now())
         before = {"status": intent.status, "received_base": str(intent.received_base)}
@@ -112,6 +139,35 @@ def payment_intent_reconcile(*, intent_id) -> PaymentIntent:
                 after={**after, "reason": intent.review_reason},
             )
     return intent
+
+
+def _reverse(intent: PaymentIntent, outcome: reconciliation.Outcome) -> None:
+    """Money the intent was allocated or decided on left the chain: the `reversed`
+    exception beside its status (the status, the received amount and the decision stay
+    as they were, for the record), then the settlement step flags what it paid for and
+    alerts the operators (KERNODECK_PAYMENT_REVERSER). Only an operator closes the case."""
+    intent.exception = IntentException.REVERSED
+    intent.reversed_at = clock.now()
+    intent.reversed_base = int(intent.received_base) - outcome.received_base
+    intent.save(update_fields=["exception", "reversed_at", "reversed_base"])
+    audit_record(
+        action="payment.reversed",
+        target=intent,
+        before={"status": intent.status, "received_base": str(intent.received_base)},
+        after={
+            "exception": intent.exception,
+            "received_base": str(outcome.received_base),
+            "reversed_base": str(intent.reversed_base),
+        },
+    )
+    reverser()(intent)
+
+
+@functools.cache
+def reverser():
+    """What follows a reversal: the function named by KERNODECK_PAYMENT_REVERSER (the
+    settlement step flags the order, top-up or extension and alerts the operators)."""
+    return import_string(settings.KERNODECK_PAYMENT_REVERSER)
 
 
 @functools.cache
