@@ -51,7 +51,9 @@ def new_context(browser):
     def make(**options):
         options.setdefault("locale", "es-ES")
         context = browser.new_context(**options)
-        context.set_default_timeout(10_000)
+        # A hang guard, not a speed claim: on a shared machine with both cores busy a
+        # click's navigation took more than 10 s (the support journey, load 15).
+        context.set_default_timeout(30_000)
         contexts.append(context)
         return context
 
