@@ -129,9 +129,10 @@ def intents_watched(intents) -> int:
 
 # The states (payments.vocabulary) at which money was seen and no decision was taken yet.
 SEEN_UNDECIDED_STATES = frozenset({"detected", "confirmed", "review"})
-# A decided or allocated payment's money is counted already: only a new review case reopens it.
+# A decided or allocated payment's money is counted already: only a new review case reopens it
+# (a reversed one's too: its case is the operator's, settlement.reversal).
 _DECIDED_STATES = frozenset(
-    {"decided_settled", "decided_credited", "decided_refunded", "allocated"}
+    {"decided_settled", "decided_credited", "decided_refunded", "allocated", "reversed"}
 )
 _COUNTED_KINDS = (TransferKind.MATCHED, TransferKind.LATE)
 

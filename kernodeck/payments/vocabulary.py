@@ -15,7 +15,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from kernodeck.core import clock
-from kernodeck.payments.models import IntentStatus, Resolution
+from kernodeck.payments.models import IntentException, IntentStatus, Resolution
 
 REVIEW_STATUSES = (IntentStatus.UNDERPAID, IntentStatus.OVERPAID, IntentStatus.LATE)
 
@@ -28,6 +28,7 @@ class IntentState:
 
 
 STATES = {
+    "reversed": (_("Reversed: the money left the blockchain"), "bad"),
     "decided_settled": (_("Accepted and settled"), "ok"),
     "decided_credited": (_("Credited to the balance"), "ok"),
     "decided_refunded": (_("Refunded off-platform"), "muted"),
@@ -44,7 +45,10 @@ STATES = {
 
 
 def intent_state_key(intent) -> str:
-    """The one state a customer reads for these instructions, most decided first."""
+    """The one state a customer reads for these instructions, most decided first; money
+    that left the blockchain after it counted (a reorganisation) says so above all."""
+    if intent.exception == IntentException.REVERSED:
+        return "reversed"
     if intent.resolution == Resolution.SETTLED:
         return "decided_settled"
     if intent.resolution == Resolution.CREDITED:
@@ -100,6 +104,27 @@ OUTCOMES = {
         "The money was sent back to you outside Kernodeck; the extension is not paid by it."
     ),
 }
+# Money that counted and then left the blockchain (settlement.reversal): what it means for
+# the customer while an operator decides, and once decided.
+REVERSED_OUTCOMES = {
+    "": _(
+        "The payment that counted here left the blockchain in a reorganisation (a double "
+        "spend). An operator is looking at it and will tell you what happens next; nothing "
+        "changes until then."
+    ),
+    "suspended": _(
+        "The payment that counted here left the blockchain in a reorganisation (a double "
+        "spend): what it paid for is suspended (or its credit taken back from your balance)."
+    ),
+    "repay": _(
+        "The payment that counted here left the blockchain in a reorganisation (a double "
+        "spend): please pay the amount again, or contact support."
+    ),
+    "loss_accepted": _(
+        "The payment that counted here left the blockchain in a reorganisation (a double "
+        "spend); we accepted the loss and nothing changes for you."
+    ),
+}
 EXTENSION_NEW_END = _("The extension is applied: your rental now ends on %(end)s UTC.")
 
 OUTCOME_OF_STATE = {
@@ -112,7 +137,10 @@ OUTCOME_OF_STATE = {
 
 def intent_outcome(intent) -> str:
     """What this payment's money did, in words for its purpose; "" while nothing is done."""
-    outcome = OUTCOME_OF_STATE.get(intent_state_key(intent))
+    key = intent_state_key(intent)
+    if key == "reversed":
+        return str(REVERSED_OUTCOMES.get(intent.reversal_decision, REVERSED_OUTCOMES[""]))
+    outcome = OUTCOME_OF_STATE.get(key)
     if outcome is None:
         return ""
     if outcome == "settled" and intent.purpose == "extension":

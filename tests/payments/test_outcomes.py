@@ -26,6 +26,7 @@ def intent(purpose, status="allocated", resolution="", extension=None):
         declared_at=None,
         abandoned_at=None,
         closed_at=None,
+        exception="",
     )
 
 

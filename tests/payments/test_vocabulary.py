@@ -13,7 +13,7 @@ AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 def intent(status="pending", resolution="", **flags):
-    fields = {"declared_at": None, "abandoned_at": None, "closed_at": None}
+    fields = {"declared_at": None, "abandoned_at": None, "closed_at": None, "exception": ""}
     fields.update(flags)
     return SimpleNamespace(status=status, resolution=resolution, **fields)
 
@@ -35,6 +35,19 @@ def intent(status="pending", resolution="", **flags):
         (intent("overpaid", "credited"), "decided_credited", "Credited to the balance", "ok"),
         (intent("allocated", "settled"), "decided_settled", "Accepted and settled", "ok"),
         (intent("late", "refunded"), "decided_refunded", "Refunded off-platform", "muted"),
+        # Money that counted and then left the chain says so above any decision.
+        (
+            intent("allocated", exception="reversed"),
+            "reversed",
+            "Reversed: the money left the blockchain",
+            "bad",
+        ),
+        (
+            intent("overpaid", "credited", exception="reversed"),
+            "reversed",
+            "Reversed: the money left the blockchain",
+            "bad",
+        ),
     ],
 )
 def test_each_combination_reads_as_one_state(case, key, label, tone):

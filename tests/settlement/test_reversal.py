@@ -311,3 +311,46 @@ def test_a_reversal_decided_while_the_watcher_passes_is_decided_once_and_reverse
     assert AuditEvent.objects.filter(action="payment.reversed").count() == 1
     assert AuditEvent.objects.filter(action="payment.reversal_loss_accepted").count() == 1
     assert Alert.objects.get(kind=AlertKind.PAYMENT_REVERSED).resolved_at is not None
+
+
+@pytest.mark.parametrize(
+    ("language", "badge", "waiting", "decided"),
+    [
+        (
+            "en",
+            "Reversed: the money left the blockchain",
+            "An operator is looking at it",
+            "we accepted the loss and nothing changes for you",
+        ),
+        (
+            "es",
+            "Revertido: el dinero salió de la cadena de bloques",
+            "Un operador lo está revisando",
+            "asumimos la pérdida y para usted no cambia nada",
+        ),
+    ],
+)
+def test_the_customer_reads_the_reversal_on_the_top_up_and_payment_pages(
+    configured, fresh_rates, server, chain, language, badge, waiting, decided
+):
+    intent = topup_intent()
+    settle_then_double_spend(chain, intent)
+    customer = Client(HTTP_ACCEPT_LANGUAGE=language)
+    customer.force_login(intent.owner)
+    pages = [
+        reverse("ledger:topup", args=[intent.topup_id]),
+        reverse("payments:detail", args=[intent.pk]),
+    ]
+    for url in pages:
+        page = customer.get(url).content.decode()
+        assert badge in page and waiting in page, url
+
+    reversal.reversal_decide(
+        intent_id=intent.pk,
+        decision=ReversalDecision.LOSS_ACCEPTED,
+        actor=make_user(staff=True),
+        reason="small amount",
+    )
+    for url in pages:
+        page = customer.get(url).content.decode()
+        assert badge in page and decided in page and waiting not in page, url
