@@ -118,7 +118,8 @@ REVERSED_OUTCOMES = {
     ),
     "repay": _(
         "The payment that counted here left the blockchain in a reorganisation (a double "
-        "spend): please pay the amount again, or contact support."
+        "spend): we will ask you to pay the amount again and tell you how; you can also "
+        "write to support."
     ),
     "loss_accepted": _(
         "The payment that counted here left the blockchain in a reorganisation (a double "
