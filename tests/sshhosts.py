@@ -187,6 +187,20 @@ def _wait_listening(address: str, port: int, seconds: float = 10) -> None:
     raise RuntimeError(f"sshd did not listen on {address}:{port}")
 
 
+def _wait_closed(address: str, port: int, seconds: float = 10) -> None:
+    """Until nothing accepts connections on address:port: a stopped host's sshd, in its own
+    PID namespace, may outlive the process that started it by a moment, and a restart must
+    not take the old server's answer for the new one's (a reset, not the new host key)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            sock.settimeout(0.5)
+            if sock.connect_ex((address, port)) != 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"sshd still listens on {address}:{port} after it was stopped")
+
+
 @dataclass
 class TestHost:
     """One SSH server standing in for a GPU node."""
@@ -495,6 +509,7 @@ class TestHost:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=5)
+            _wait_closed(self.address, self.port)
         self.process = None
 
     def rotate_host_key(self) -> None:
