@@ -28,7 +28,7 @@ class IntentState:
 
 
 STATES = {
-    "reversed": (_("Reversed: the money left the blockchain"), "bad"),
+    "reversed": (_("Reversed after settlement"), "bad"),
     "decided_settled": (_("Accepted and settled"), "ok"),
     "decided_credited": (_("Credited to the balance"), "ok"),
     "decided_refunded": (_("Refunded off-platform"), "muted"),

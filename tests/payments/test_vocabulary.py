@@ -39,13 +39,13 @@ def intent(status="pending", resolution="", **flags):
         (
             intent("allocated", exception="reversed"),
             "reversed",
-            "Reversed: the money left the blockchain",
+            "Reversed after settlement",
             "bad",
         ),
         (
             intent("overpaid", "credited", exception="reversed"),
             "reversed",
-            "Reversed: the money left the blockchain",
+            "Reversed after settlement",
             "bad",
         ),
     ],

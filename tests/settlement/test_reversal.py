@@ -318,13 +318,13 @@ def test_a_reversal_decided_while_the_watcher_passes_is_decided_once_and_reverse
     [
         (
             "en",
-            "Reversed: the money left the blockchain",
+            "Reversed after settlement",
             "An operator is looking at it",
             "we accepted the loss and nothing changes for you",
         ),
         (
             "es",
-            "Revertido: el dinero salió de la cadena de bloques",
+            "Revertido después de la liquidación",
             "Un operador lo está revisando",
             "asumimos la pérdida y para usted no cambia nada",
         ),
