@@ -36,30 +36,21 @@ UNUSABLE = "!"  # an unusable password hash: the bench's accounts never sign in
 
 def _seed(count: int, *, first: int, offer, owners) -> None:
     from datetime import timedelta
-    from decimal import Decimal
 
     from kernodeck.core import clock
     from kernodeck.orders.models import Order, PaymentState, RentalState
+    from tests.factories import order_row
 
     now = clock.now()
     week = timedelta(days=7).total_seconds()
     Order.objects.bulk_create(
         (
-            Order(
+            order_row(
+                offer=offer,
                 reference=f"KD-C{i:08d}",
                 owner=owners[i % len(owners)],
-                offer=offer,
-                offer_slug=offer.slug,
-                gpu_model=offer.gpu_model,
-                backend=offer.backend,
-                memory_gib=offer.memory_gib,
-                gpus_per_unit=1,
                 days=30,
-                units=1,
-                gpus=1,
-                preparation="pytorch",
-                unit_price_usd=Decimal("400.00"),
-                total_usd=Decimal("400.00"),
+                price="400.00",
                 created_at=now - timedelta(days=7),
                 hold_until=now - timedelta(days=7),
                 payment_state=PaymentState.SETTLED,

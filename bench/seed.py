@@ -30,6 +30,7 @@ def _orders_to_pay(count: int) -> list[tuple[str, str]]:
     from kernodeck.core import clock
     from kernodeck.orders.models import Order
     from kernodeck.orders.references import new_reference
+    from tests.factories import order_row
 
     payers = []
     for n in range(PAYERS):
@@ -53,21 +54,12 @@ def _orders_to_pay(count: int) -> list[tuple[str, str]]:
     # Written in bulk: registering thousands through the service would take minutes, and
     # only their rows matter here (awaiting payment, held for two hours).
     Order.objects.bulk_create(
-        Order(
+        order_row(
+            offer=offer,
             reference=reference,
             owner=payers[i % PAYERS][0],
-            offer=offer,
-            offer_slug=offer.slug,
-            gpu_model=offer.gpu_model,
-            backend=offer.backend,
-            memory_gib=offer.memory_gib,
-            gpus_per_unit=1,
             days=7,
-            units=1,
-            gpus=1,
-            preparation="pytorch",
-            unit_price_usd=Decimal("100.00"),
-            total_usd=Decimal("100.00"),
+            price="100.00",
             created_at=now,
             hold_until=now + timedelta(hours=2),
         )

@@ -1,8 +1,10 @@
 """Test data builders, in one place."""
 
 import itertools
+from decimal import Decimal
 
 from kernodeck.accounts.models import User
+from kernodeck.orders.models import Order
 from kernodeck.settlement import orders as settlement_orders
 
 PASSWORD = "correct horse battery staple 42"
@@ -123,3 +125,25 @@ def make_ssh_node(*, host_key=TEST_HOST_KEY, **fields):
     )
     node.refresh_from_db()
     return node
+
+
+def order_row(*, offer, reference, owner, days=7, price="210.00", **fields) -> Order:
+    """An unsaved one-GPU order of `offer`, its snapshot of the offer filled as registration
+    writes it, for the data sets written with bulk_create (query budgets, bench/)."""
+    return Order(
+        reference=reference,
+        owner=owner,
+        offer=offer,
+        offer_slug=offer.slug,
+        gpu_model=offer.gpu_model,
+        backend=offer.backend,
+        memory_gib=offer.memory_gib,
+        gpus_per_unit=1,
+        days=days,
+        units=1,
+        gpus=1,
+        preparation="pytorch",
+        unit_price_usd=Decimal(price),
+        total_usd=Decimal(price),
+        **fields,
+    )

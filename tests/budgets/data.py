@@ -18,7 +18,7 @@ from kernodeck.notifications.models import OutboxMessage
 from kernodeck.orders.models import Order
 from kernodeck.payments.models import IntentStatus, PaymentIntent, PaymentMethod, Transfer
 from kernodeck.payments.services import payment_methods_ensure
-from tests.factories import make_offer, make_user
+from tests.factories import make_offer, make_user, order_row
 
 METHOD = "btc-bitcoin"
 
@@ -71,21 +71,12 @@ def build(size: int) -> Dataset:
     method = PaymentMethod.objects.get(code=METHOD)
 
     orders = Order.objects.bulk_create(
-        Order(
+        order_row(
+            offer=offer,
             reference=f"KD-B{i:08d}",
             owner=customer,
-            offer=offer,
-            offer_slug=offer.slug,
-            gpu_model=offer.gpu_model,
-            backend=offer.backend,
-            memory_gib=offer.memory_gib,
-            gpus_per_unit=1,
             days=7,
-            units=1,
-            gpus=1,
-            preparation="pytorch",
-            unit_price_usd=Decimal("210.00"),
-            total_usd=Decimal("210.00"),
+            price="210.00",
             created_at=now - timedelta(minutes=i),
             # Only the focus order still holds its unit: the fleet is not exhausted.
             hold_until=now + timedelta(hours=1) if i == 0 else now - timedelta(days=1),

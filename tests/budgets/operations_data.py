@@ -10,7 +10,6 @@ every rental before (its step log reads them all).
 
 from dataclasses import dataclass
 from datetime import timedelta
-from decimal import Decimal
 
 from kernodeck.accounts.models import ApiToken, SshKey
 from kernodeck.accounts.services import api_token_create
@@ -25,7 +24,7 @@ from kernodeck.support.models import (
     Message,
     Ticket,
 )
-from tests.factories import make_offer, make_user
+from tests.factories import make_offer, make_user, order_row
 
 STATES = (
     RentalState.QUEUED,
@@ -90,21 +89,12 @@ def build(size: int) -> Operations:
         for index in range(2)
     )
     rentals = Order.objects.bulk_create(
-        Order(
+        order_row(
+            offer=offer,
             reference=f"KD-R{i:08d}",
             owner=owners[i % len(owners)],
-            offer=offer,
-            offer_slug=offer.slug,
-            gpu_model=offer.gpu_model,
-            backend=offer.backend,
-            memory_gib=offer.memory_gib,
-            gpus_per_unit=1,
             days=7,
-            units=1,
-            gpus=1,
-            preparation="pytorch",
-            unit_price_usd=Decimal("210.00"),
-            total_usd=Decimal("210.00"),
+            price="210.00",
             created_at=now - timedelta(days=1, minutes=i),
             hold_until=now - timedelta(days=1),
             payment_state=PaymentState.SETTLED,
