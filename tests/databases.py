@@ -29,7 +29,7 @@ TEMPLATE_DONE = "test-database-template.done"
 
 
 @contextmanager
-def _locked(path: Path):
+def locked(path: Path):
     with open(path, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -54,7 +54,7 @@ def set_up(*, worker: str, shared: Path):
     connection = connections["default"]
     original = connection.settings_dict["NAME"]
     template = _template_name(connection, shared)
-    with _locked(shared / "test-database.lock"):
+    with locked(shared / "test-database.lock"):
         if not (shared / TEMPLATE_DONE).exists():
             connection.settings_dict["TEST"]["NAME"] = template
             connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)

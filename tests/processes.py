@@ -9,12 +9,13 @@ own `migrate` finds nothing to do. The demo's first start on an empty var/ is st
 from scratch (tests/core/test_serve.py's Ctrl-C test), as a new user meets it.
 """
 
-import fcntl
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.databases import locked
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "migrated-for-processes.sqlite3"
@@ -29,8 +30,7 @@ def migrated_copy(tmp_path_factory, target: Path) -> Path:
     """Copy the run's migrated SQLite file to `target` (made on first use); return `target`."""
     shared = _shared_folder(tmp_path_factory)
     template = shared / NAME
-    with open(shared / f"{NAME}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locked(shared / f"{NAME}.lock"):
         if not template.exists():
             partial = shared / f"{NAME}.partial"
             partial.unlink(missing_ok=True)
@@ -55,7 +55,6 @@ def migrated_copy(tmp_path_factory, target: Path) -> Path:
                 timeout=600,  # a hang guard for a busy machine
             )
             partial.rename(template)
-        fcntl.flock(lock, fcntl.LOCK_UN)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(template, target)
     return target
