@@ -35,14 +35,38 @@ def pytest_configure(config):
     config.pluginmanager.register(logsecrets, "kernodeck-logsecrets")
 
 
+def runs_outside_software(item) -> bool:
+    """Whether the test drives software of its own beside the suite: chromium (the `browser`
+    marker), sshd test hosts (the `ssh_lab` fixture), a real chain node (the `outside`
+    marker: litecoind, ganache)."""
+    return (
+        item.get_closest_marker("browser") is not None
+        or item.get_closest_marker("outside") is not None
+        or "ssh_lab" in getattr(item, "fixturenames", ())
+    )
+
+
+def _switched_on(name: str) -> bool:
+    return os.environ.get(name, "").lower() in {"1", "on", "true"}
+
+
 def pytest_collection_modifyitems(config, items):
-    """KERNODECK_TESTS_DATABASE_ONLY=1 keeps only the tests that reach the database: CI's
-    second pass (PostgreSQL) does not run again what cannot differ between databases."""
-    if os.environ.get("KERNODECK_TESTS_DATABASE_ONLY", "").lower() not in {"1", "on", "true"}:
+    """CI's two passes split the suite (`.ci/run`); a plain run keeps every test.
+
+    KERNODECK_TESTS_DATABASE_ONLY=1 (the PostgreSQL pass) keeps the tests that reach the
+    database, which run on both databases, and every test that drives outside software,
+    which runs once, on the production database. KERNODECK_TESTS_OUTSIDE_LATER=1 (the SQLite
+    pass before it) leaves those out: their cost is the software they drive, and their
+    database work is the same services' that the other tests run on both databases."""
+    database_only = _switched_on("KERNODECK_TESTS_DATABASE_ONLY")
+    outside_later = _switched_on("KERNODECK_TESTS_OUTSIDE_LATER")
+    if not database_only and not outside_later:
         return
     kept, dropped = [], []
     for item in items:
-        (kept if touches_the_database(item) else dropped).append(item)
+        outside = runs_outside_software(item)
+        keep = (outside or touches_the_database(item)) if database_only else not outside
+        (kept if keep else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

@@ -38,6 +38,8 @@ from tests.factories import make_offer, make_order
 LITECOIND = shutil.which("litecoind")
 CONFIRMATIONS = 3  # the method's, lowered from 6 to keep the module short
 
+pytestmark = pytest.mark.outside  # Litecoin Core itself: CI runs it once (tests/conftest.py)
+
 
 def free_port() -> int:
     with socket.socket() as sock:

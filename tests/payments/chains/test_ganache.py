@@ -51,7 +51,7 @@ MINT = "0x40c10f19"  # mint(address,uint256)
 TRANSFER = "0xa9059cbb"  # transfer(address,uint256)
 FORWARD = "0x101e8952"  # forward(address)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.outside]
 
 
 class Ganache:
