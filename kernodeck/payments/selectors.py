@@ -9,7 +9,7 @@ from django.utils.translation import gettext as _
 from kernodeck.core import clock
 from kernodeck.core.errors import NotFound
 from kernodeck.core.money import coin
-from kernodeck.payments import methods, registry
+from kernodeck.payments import registry
 from kernodeck.payments.chains.adapters import NETWORKS, configured_networks
 from kernodeck.payments.models import (
     OPEN_STATUSES,
@@ -65,7 +65,7 @@ def instructions_refusal(method: PaymentMethod, *, rate_ready: bool) -> str | No
         return DISABLED
     if method.chain not in registry.configured_wallets():
         return UNCONFIGURED
-    if methods.missing_contract(method.code, testnet=registry.testnet()):
+    if registry.missing_contract(method.code):
         return NO_CONTRACT
     if not network_healthy(method.chain):
         return NETWORK_DOWN

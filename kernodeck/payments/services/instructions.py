@@ -22,7 +22,7 @@ from kernodeck.core.services import audit_event, audit_record_all
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders import services as order_services
-from kernodeck.payments import locks, methods, registry, rows, selectors, uris
+from kernodeck.payments import locks, registry, rows, selectors, uris
 from kernodeck.payments.amounts import crypto_amount
 from kernodeck.payments.models import PaymentIntent, PaymentMethod, Purpose, Rate
 from kernodeck.payments.services.configuration import rate_for_instructions, rate_stale_error
@@ -156,7 +156,7 @@ def payment_intent_create(
     method, rate = prepared or instructions_prepare(method_code, purpose=purpose)
     wallet = registry.configured_wallets()[method.chain]
     testnet = registry.testnet()
-    contract = methods.token_contract(method.code, testnet=testnet)
+    contract = registry.token_contract(method.code)
 
     now = now or clock.now()
     amount = crypto_amount(
