@@ -258,6 +258,9 @@ def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
             addresses=addresses,
             seen_keys=seen_keys,
             undecided=result.undecided,
+            references={t.reference for t in targets if t.reference}
+            if network == "solana"
+            else None,
         )
     rescanned = [i.pk for i in polled if i.rescan_requested_at is not None]
     if rescanned:

@@ -3,12 +3,15 @@ final is un-counted through the watcher's one path (marked disappeared, the inte
 recomputed; a `reversed` case when it was allocated). The chains' documented answers are
 replayed on loopback servers (the adapters' own fakes and sample loaders)."""
 
+from datetime import timedelta
+
 import pytest
 
+from kernodeck.core import clock
 from kernodeck.orders.models import PaymentState
 from kernodeck.payments import services, watching
 from kernodeck.payments.chains.tron import to_hex_address
-from kernodeck.payments.models import IntentException, IntentStatus, Transfer
+from kernodeck.payments.models import IntentException, IntentStatus, PaymentIntent, Transfer
 from tests.factories import make_offer, make_order
 from tests.payments.chains.test_solana import FakeNode, signature_entry, transaction
 from tests.payments.chains.test_tron import USDT, FakeTronGrid, trc20_item, trx_item, tx_info
@@ -166,3 +169,25 @@ def test_solana_payment_allocated_before_finalized_then_failed_is_a_reversed_cas
     intent.refresh_from_db()
     assert intent.exception == IntentException.REVERSED
     assert Transfer.objects.get().disappeared_at is not None
+
+
+def test_solana_payment_of_an_unpolled_reference_is_not_judged_by_the_recipient_list(
+    configured, fresh_rates, settings, loopback
+):
+    settings.KERNODECK_WATCH_LATE_INTERVAL = 10**6  # the late poll is not due below
+    settings.KERNODECK_RATE_MAX_AGE = 10**6  # the rates stay usable under the frozen clock
+    paid = intent_for("sol-solana")
+    node = solana_node(settings, loopback, paid, slot=1031, status="confirmed")
+    watching.watch_network("solana")
+    assert PaymentIntent.objects.get(pk=paid.pk).status == IntentStatus.ALLOCATED
+
+    # Past its expiry it is polled only on the late interval; another payment is open, so
+    # the pass reads the shared recipient, whose newest signatures no longer include it.
+    clock.freeze(paid.expires_at + timedelta(minutes=1))
+    watching.watch_network("solana")  # nothing to poll: the network's health only
+    intent_for("sol-solana")
+    node.signatures[paid.address] = []
+    watching.watch_network("solana")
+
+    assert Transfer.objects.get().disappeared_at is None
+    assert PaymentIntent.objects.get(pk=paid.pk).exception == ""
