@@ -392,6 +392,8 @@ def test_asking_again_reopens_payment_of_the_reversed_amount_on_the_settled_orde
     )
     page = customer.get(page_url).content.decode()
     assert words in page and button in page and "970" in page
+    # The customer had said "I have paid" for the reversed payment: no second-transfer step.
+    PaymentIntent.objects.filter(pk=intent.pk).update(declared_at=clock.now())
     answer = customer.post(reverse("order_pay", args=[order.reference]), {"method": "btc-bitcoin"})
 
     repayment = PaymentIntent.objects.get(repays=intent)
