@@ -316,6 +316,10 @@ if KERNODECK_ETHEREUM_CHAIN_ID and KERNODECK_CHAIN_MODE != "regtest":
 if KERNODECK_ETHEREUM_CHAIN_ID and not KERNODECK_ETHEREUM_CHAIN_ID.isdigit():
     raise ImproperlyConfigured("KERNODECK_ETHEREUM_CHAIN_ID must be a positive integer.")
 KERNODECK_ETHEREUM_CHAIN_ID = int(KERNODECK_ETHEREUM_CHAIN_ID or 0)
+# regtest only: the USDT and USDC contracts on that dev chain (0x addresses; default: the
+# mainnet addresses, where rehearsals place their tokens). Checked by payments.checks.
+KERNODECK_ETHEREUM_USDT_CONTRACT = os.environ.get("KERNODECK_ETHEREUM_USDT_CONTRACT", "").strip()
+KERNODECK_ETHEREUM_USDC_CONTRACT = os.environ.get("KERNODECK_ETHEREUM_USDC_CONTRACT", "").strip()
 KERNODECK_XPUBS = {
     chain: os.environ.get(f"KERNODECK_XPUB_{chain.upper()}", "").strip()
     for chain in ("bitcoin", "litecoin", "ethereum", "tron")

@@ -34,6 +34,8 @@ ACTION_WORDS = {
         "A payment for this order was reversed on the chain: under review"
     ),
     "order.payment_reversal_decided": gettext_lazy("Reversed payment decided by an operator"),
+    "order.repayment_instructions_created": gettext_lazy("Payment instructions to pay again"),
+    "order.repaid": gettext_lazy("Paid again: the amount of the reversed payment is paid"),
     # Support (tickets and extensions about the order).
     "order.ticket_opened": gettext_lazy("Support ticket opened"),
     "order.extension_offered": gettext_lazy("Extension offered by support"),

@@ -86,6 +86,10 @@ def detail(request, reference):
     intents = list(payment_selectors.intents_for_order(order=order))
     live = payment_selectors.live_intent(intents)
     rental = provisioning_selectors.rental_overview(order=order)
+    # A settled order whose reversed payment an operator asked to be paid again.
+    repayment = (
+        payment_selectors.repayment_due(intents) if order.payment_state == "settled" else None
+    )
     return render(
         request,
         "orders/detail.html",
@@ -94,6 +98,7 @@ def detail(request, reference):
             "timeline": selectors.order_timeline(order=order),
             "intents": intents,
             "live_intent": live,
+            "repayment_usd": payment_selectors.reversed_usd(repayment) if repayment else None,
             "methods": payment_selectors.methods_overview() if live is None else [],
             "declared": any(i.declared_at for i in intents),
             "money_seen": payment_selectors.money_seen_among(intents),

@@ -10,6 +10,7 @@ class PaymentsConfig(AppConfig):
     def ready(self):
         # A bad or PRIVATE extended key must stop the process at start-up, not at the
         # first payment: load the wallets now.
+        from kernodeck.payments import checks  # noqa: F401 (registers the system checks)
         from kernodeck.payments.registry import configured_wallets
         from kernodeck.payments.wallets import WalletConfigError
 

@@ -1,8 +1,10 @@
 """The watch-only wallets this installation is configured with (from settings)."""
 
 import functools
+import re
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 from kernodeck.payments import methods
 from kernodeck.payments.wallets import WatchOnlyWallet, load_wallets
@@ -42,3 +44,49 @@ def configured_wallets() -> dict[str, WatchOnlyWallet]:
         testnet(),
         settings.KERNODECK_DEMO,
     )
+
+
+# regtest: the ERC-20 contracts of the operator's dev chain. By default the mainnet ones,
+# where a rehearsal places its tokens (ganache's evm_setAccountCode, Anvil's anvil_setCode);
+# these settings name others. Mainnet and testnet contracts are fixed (payments.methods).
+REGTEST_CONTRACT_SETTINGS = {
+    "usdt-ethereum": "KERNODECK_ETHEREUM_USDT_CONTRACT",
+    "usdc-ethereum": "KERNODECK_ETHEREUM_USDC_CONTRACT",
+}
+_EVM_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+
+
+def contract_setting_problems() -> list[str]:
+    """What is wrong with the regtest contract settings (the system check reports it)."""
+    problems = []
+    for name in REGTEST_CONTRACT_SETTINGS.values():
+        value = getattr(settings, name, "")
+        if not value:
+            continue
+        if not regtest():
+            problems.append(
+                f"{name} is for KERNODECK_CHAIN_MODE=regtest: mainnet and testnet token "
+                "contracts are fixed."
+            )
+        elif not _EVM_ADDRESS.fullmatch(value):
+            problems.append(f"{name} must be a 0x address (0x and 40 hex digits): {value[:50]!r}")
+    return problems
+
+
+def token_contract(code: str) -> str | None:
+    """The token contract of method `code` in this chain mode (None: not a token, or no
+    contract on this network, e.g. USDT on the testnets)."""
+    if regtest() and code in REGTEST_CONTRACT_SETTINGS:
+        name = REGTEST_CONTRACT_SETTINGS[code]
+        value = getattr(settings, name, "")
+        if not value:
+            return methods.token_contract(code, testnet=False)
+        if not _EVM_ADDRESS.fullmatch(value):
+            raise ImproperlyConfigured(f"{name} must be a 0x address (0x and 40 hex digits).")
+        return value
+    return methods.token_contract(code, testnet=testnet())
+
+
+def missing_contract(code: str) -> bool:
+    """A token method with no known contract in this chain mode."""
+    return bool(methods.spec(code).token_contract) and token_contract(code) is None

@@ -8,17 +8,21 @@ from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
 from kernodeck.core.errors import NotFound
-from kernodeck.core.money import coin
-from kernodeck.payments import methods, registry
+from kernodeck.core.money import coin, usd
+from kernodeck.payments import registry
+from kernodeck.payments.amounts import units_to_decimal
 from kernodeck.payments.chains.adapters import NETWORKS, configured_networks
 from kernodeck.payments.models import (
     OPEN_STATUSES,
     REVIEW_KINDS,
     ChainState,
+    IntentException,
     IntentStatus,
     PaymentIntent,
     PaymentMethod,
     Rate,
+    Resolution,
+    ReversalDecision,
     Transfer,
     TransferKind,
 )
@@ -65,7 +69,7 @@ def instructions_refusal(method: PaymentMethod, *, rate_ready: bool) -> str | No
         return DISABLED
     if method.chain not in registry.configured_wallets():
         return UNCONFIGURED
-    if methods.missing_contract(method.code, testnet=registry.testnet()):
+    if registry.missing_contract(method.code):
         return NO_CONTRACT
     if not network_healthy(method.chain):
         return NETWORK_DOWN
@@ -244,6 +248,34 @@ def _declared_unverified(**paying_for) -> list[PaymentIntent]:
 def live_intent(intents) -> PaymentIntent | None:
     """The one instructions among `intents` that can still be paid, if any."""
     return next((intent for intent in intents if intent_is_live(intent)), None)
+
+
+def reversed_usd(intent: PaymentIntent) -> Decimal:
+    """What left the chain of a reversed payment, in USD at the intent's quoted rate."""
+    coins = units_to_decimal(int(intent.reversed_base), intent.method.decimals)
+    return usd(coins * intent.rate_usd_per_coin)
+
+
+def intent_pays(intent: PaymentIntent) -> bool:
+    """Its money went to what it paid for: allocated, or settled by an operator."""
+    return intent.status == IntentStatus.ALLOCATED or intent.resolution == Resolution.SETTLED
+
+
+def repayment_due(intents) -> PaymentIntent | None:
+    """Among `intents` (one order's instructions), the oldest reversed payment that an
+    operator asked the customer to pay again ("repay") and that no repayment (instructions
+    with `repays` = it) has paid yet: its `reversed_usd` is owed, and the order, settled,
+    gives new instructions for that amount (services.instructions)."""
+    intents = list(intents)
+    repaid = {i.repays_id for i in intents if i.repays_id is not None and intent_pays(i)}
+    for intent in sorted(intents, key=lambda i: i.created_at):
+        if (
+            intent.exception == IntentException.REVERSED
+            and intent.reversal_decision == ReversalDecision.REPAY
+            and intent.pk not in repaid
+        ):
+            return intent
+    return None
 
 
 def declared_intents(*, order) -> list[PaymentIntent]:

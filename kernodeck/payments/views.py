@@ -35,6 +35,9 @@ def order_pay(request, reference):
         if seen:
             return _different_payment_confirm(request, order, seen, method_code)
     declared = selectors.declared_intents(order=order)
+    if order.payment_state == "settled":
+        # Paying a reversed payment again: only an earlier repayment's "I have paid" counts.
+        declared = [intent for intent in declared if intent.repays_id is not None]
     if declared and request.POST.get("second_transfer_understood") != "yes":
         return render(
             request,

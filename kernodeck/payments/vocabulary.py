@@ -125,6 +125,12 @@ REVERSED_OUTCOMES = {
         "The payment that counted here left the blockchain in a reorganisation (a double "
         "spend); we accepted the loss and nothing changes for you."
     ),
+    # An order's: its page gives new instructions for the amount (selectors.repayment_due).
+    "repay_order": _(
+        "The payment that counted here left the blockchain in a reorganisation (a double "
+        "spend): please pay the amount again; the order's page gives new payment "
+        "instructions for it. You can also write to support."
+    ),
 }
 EXTENSION_NEW_END = _("The extension is applied: your rental now ends on %(end)s UTC.")
 
@@ -140,7 +146,10 @@ def intent_outcome(intent) -> str:
     """What this payment's money did, in words for its purpose; "" while nothing is done."""
     key = intent_state_key(intent)
     if key == "reversed":
-        return str(REVERSED_OUTCOMES.get(intent.reversal_decision, REVERSED_OUTCOMES[""]))
+        decision = intent.reversal_decision
+        if decision == "repay" and intent.purpose == "order":
+            decision = "repay_order"
+        return str(REVERSED_OUTCOMES.get(decision, REVERSED_OUTCOMES[""]))
     outcome = OUTCOME_OF_STATE.get(key)
     if outcome is None:
         return ""

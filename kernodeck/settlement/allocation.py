@@ -26,7 +26,9 @@ TOPUP_OVERPAY_CAP = 2  # an overpaid top-up credits at most twice its nominal am
 def payment_allocate(intent: PaymentIntent) -> None:
     """A confirmed, matched payment: settle its order, apply its extension or credit its
     top-up. A ServiceError leaves the payment confirmed and waiting for review."""
-    if intent.purpose == Purpose.ORDER:
+    if intent.purpose == Purpose.ORDER and intent.repays_id is not None:
+        orders.order_repaid(intent=intent)
+    elif intent.purpose == Purpose.ORDER:
         orders.order_settle(order=intent.order, cause={"payment": str(intent.pk)})
     elif intent.purpose == Purpose.EXTENSION:
         support_services.extension_settle(
@@ -103,9 +105,12 @@ def _confirmations_check(intent: PaymentIntent, *, accepted: bool, details: dict
 
 def review_settle_offered(intent: PaymentIntent) -> bool:
     """Whether "accept and settle" can apply: not to an order settled by other means (the
-    payment is extra; crediting the balance is what is left)."""
+    payment is extra; crediting the balance is what is left). A repayment (instructions
+    that pay a reversed payment again) is meant for a settled order: it can."""
     return not (
-        intent.purpose == Purpose.ORDER and intent.order.payment_state == PaymentState.SETTLED
+        intent.purpose == Purpose.ORDER
+        and intent.repays_id is None
+        and intent.order.payment_state == PaymentState.SETTLED
     )
 
 
@@ -146,12 +151,15 @@ def review_accept_and_settle(
                     )
                     % {"reference": intent.order.reference}
                 )
-            # order_settle re-checks the units if the hold lapsed (409 UnitsReleased).
-            orders.order_settle(
-                order=intent.order,
-                actor=actor,
-                cause={"payment": str(intent.pk), "review": reason},
-            )
+            if intent.repays_id is not None:
+                orders.order_repaid(intent=intent)
+            else:
+                # order_settle re-checks the units if the hold lapsed (409 UnitsReleased).
+                orders.order_settle(
+                    order=intent.order,
+                    actor=actor,
+                    cause={"payment": str(intent.pk), "review": reason},
+                )
             _credit_excess(intent, value, actor=actor, reason=reason, details=details)
         else:
             credit = topup_settle_credit(intent, value=value)

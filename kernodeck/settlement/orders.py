@@ -6,7 +6,9 @@ the caller's transaction; the lock order is account, order, intents, then offer.
 
 from django.db import transaction
 
+from kernodeck.core.money import usd_str
 from kernodeck.core.races import retry_lost_races
+from kernodeck.core.services import audit_record
 from kernodeck.ledger import services as ledger_services
 from kernodeck.ledger.services import DeclaredPaymentPending
 from kernodeck.orders import locks as order_locks
@@ -43,6 +45,21 @@ def order_settle(*, order: Order, actor=None, cause: dict) -> Order:
         order = order_services.order_mark_settled(order=order, actor=actor, cause=cause)
         provisioning_services.rental_queue(order=order, actor=None)
     return order
+
+
+def order_repaid(*, intent) -> None:
+    """A repayment paid what a reversed payment of a settled order stood on (the operator
+    had asked the customer to pay again): audited on the order (the customer's timeline)
+    and on the reversed payment; the order stays settled, its rental as it is. In the
+    caller's transaction, the intent locked; once per repayment (its allocation is)."""
+    amount = payment_selectors.reversed_usd(intent.repays)
+    details = {
+        "payment": str(intent.pk),
+        "repays": str(intent.repays_id),
+        "repaid_usd": usd_str(amount),
+    }
+    audit_record(action="order.repaid", target=intent.order, after=details)
+    audit_record(action="payment.repaid", target=intent.repays, after=details)
 
 
 @retry_lost_races

@@ -13,7 +13,10 @@ operator decides (`reversal_decide`):
   back by a debit the operator confirms here, never more than the available balance (the
   balance never goes negative: what was spent already is named in the audit as not
   recovered, for the operator to ask for or accept);
-- repay: the customer is asked to pay again (the timeline says how much was reversed);
+- repay: the customer is asked to pay again: an order's page gives new instructions for
+  what left the chain (payments.selectors.repayment_due; the order stays settled), and a
+  repayment that is allocated is audited on the order (`settlement.orders.order_repaid`);
+  for a top-up or an extension the timeline (or audit) says how much was reversed;
 - accept the loss: nothing moves.
 
 Each decision is audited on the intent and, for an order or an extension, on the order
@@ -27,14 +30,14 @@ from django.utils.translation import gettext as _
 
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput
-from kernodeck.core.money import usd, usd_str
+from kernodeck.core.money import usd_str
 from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_record
 from kernodeck.ledger import selectors as ledger_selectors
 from kernodeck.ledger import services as ledger_services
 from kernodeck.orders.models import RentalState
 from kernodeck.payments import locks as payment_locks
-from kernodeck.payments.amounts import units_to_decimal
+from kernodeck.payments import selectors as payment_selectors
 from kernodeck.payments.models import (
     IntentException,
     PaymentIntent,
@@ -54,8 +57,7 @@ def alert_key(intent: PaymentIntent) -> str:
 
 def reversed_usd(intent: PaymentIntent) -> Decimal:
     """What left the chain, in USD at the intent's quoted rate."""
-    coins = units_to_decimal(int(intent.reversed_base), intent.method.decimals)
-    return usd(coins * intent.rate_usd_per_coin)
+    return payment_selectors.reversed_usd(intent)
 
 
 def _order_of(intent: PaymentIntent):

@@ -235,6 +235,13 @@ def test_the_case_page_shows_the_reversal_and_records_the_decision(
     assert response.status_code == 302
     assert fresh(intent).reversal_decision == ReversalDecision.REPAY
     assert "Customer asked to pay again by" in client.get(url).content.decode()
+    order = Order.objects.get(pk=intent.order_id)
+    repayment = services.payment_intent_create_for_order(
+        order=order, method_code="btc-bitcoin", actor=order.owner
+    )
+    page = client.get(url).content.decode()
+    assert "The customer asked for instructions to pay it again on" in page
+    assert reverse("backoffice:intent_case", args=[repayment.pk]) in page
 
 
 # -- races (PostgreSQL) -----------------------------------------------------------------
@@ -354,3 +361,108 @@ def test_the_customer_reads_the_reversal_on_the_top_up_and_payment_pages(
     for url in pages:
         page = customer.get(url).content.decode()
         assert badge in page and decided in page and waiting not in page, url
+
+
+@pytest.mark.parametrize(
+    ("language", "words", "button"),
+    [
+        ("en", "A payment for this order left the blockchain after it counted", "Pay again"),
+        ("es", "Un pago de este pedido salió de la cadena de bloques", "Volver a pagar"),
+    ],
+)
+def test_asking_again_reopens_payment_of_the_reversed_amount_on_the_settled_order(
+    configured, fresh_rates, server, chain, language, words, button
+):
+    intent = reversed_order_case(chain)
+    order = Order.objects.get(pk=intent.order_id)
+    customer = Client(HTTP_ACCEPT_LANGUAGE=language)
+    customer.force_login(order.owner)
+    page_url = reverse("orders:detail", args=[order.reference])
+    assert button not in customer.get(page_url).content.decode()  # not before the decision
+    with pytest.raises(Conflict):  # a settled order gives no instructions by itself
+        services.payment_intent_create_for_order(
+            order=order, method_code="btc-bitcoin", actor=order.owner
+        )
+
+    reversal.reversal_decide(
+        intent_id=intent.pk,
+        decision=ReversalDecision.REPAY,
+        actor=make_user(staff=True),
+        reason="double spend",
+    )
+    page = customer.get(page_url).content.decode()
+    assert words in page and button in page and "970" in page
+    # The customer had said "I have paid" for the reversed payment: no second-transfer step.
+    PaymentIntent.objects.filter(pk=intent.pk).update(declared_at=clock.now())
+    answer = customer.post(reverse("order_pay", args=[order.reference]), {"method": "btc-bitcoin"})
+
+    repayment = PaymentIntent.objects.get(repays=intent)
+    assert answer.status_code == 302 and answer.url == reverse(
+        "payments:detail", args=[repayment.pk]
+    )
+    assert (repayment.order_id, repayment.amount_usd) == (order.pk, Decimal("970.00"))
+    assert repayment.address != intent.address
+    order.refresh_from_db()
+    assert order.payment_state == "settled"  # the order and its rental stay as they are
+    assert AuditEvent.objects.filter(
+        action="order.repayment_instructions_created", target_id=str(order.pk)
+    ).exists()
+    # Asked twice (a second click): the live instructions are named, none are added.
+    with pytest.raises(Conflict):
+        services.payment_intent_create_for_order(
+            order=order, method_code="btc-bitcoin", actor=order.owner
+        )
+    assert PaymentIntent.objects.filter(repays=intent).count() == 1
+
+    chain.pay(repayment.address, repayment.amount_units)
+    chain.mine(at=clock.now(), count=2)
+    watching.watch_network("bitcoin")
+
+    assert fresh(repayment).status == IntentStatus.ALLOCATED
+    assert AuditEvent.objects.filter(action="order.repaid", target_id=str(order.pk)).count() == 1
+    assert AuditEvent.objects.filter(action="payment.repaid", target_id=str(intent.pk)).exists()
+    labels = [e["label"] for e in timeline_entries(order=order, events=order_events(intent))]
+    assert labels  # the timeline still reads (its words are checked by test_timeline)
+    page = customer.get(page_url).content.decode()
+    assert button not in page and words not in page
+    with pytest.raises(Conflict):  # paid again: nothing more is owed
+        services.payment_intent_create_for_order(
+            order=order, method_code="btc-bitcoin", actor=order.owner
+        )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ask_again_decided_by_two_operators_while_the_customer_asks_is_decided_once(
+    configured, fresh_rates, server, chain
+):
+    needs_postgres()
+    intent = reversed_order_case(chain)
+    order = Order.objects.get(pk=intent.order_id)
+    operator = make_user(staff=True)
+
+    def run(i):
+        if i < 2:
+            return reversal.reversal_decide(
+                intent_id=intent.pk,
+                decision=ReversalDecision.REPAY,
+                actor=operator,
+                reason=f"ask again {i}",
+            )
+        return services.payment_intent_create_for_order(
+            order=order, method_code="btc-bitcoin", actor=order.owner
+        )
+
+    outcomes = race(run, 4)
+
+    assert not unexpected(outcomes), outcomes
+    assert sum(isinstance(o, Conflict) for o in outcomes[:2]) == 1, outcomes
+    assert fresh(intent).reversal_decision == ReversalDecision.REPAY
+    assert AuditEvent.objects.filter(action="payment.reversal_repay").count() == 1
+    assert AuditEvent.objects.filter(action="order.payment_reversal_decided").count() == 1
+    # The customer's requests were refused before the decision or made one set, never two.
+    assert PaymentIntent.objects.filter(repays=intent).count() <= 1
+    if not PaymentIntent.objects.filter(repays=intent).exists():
+        services.payment_intent_create_for_order(
+            order=order, method_code="btc-bitcoin", actor=order.owner
+        )
+    assert PaymentIntent.objects.filter(repays=intent).count() == 1

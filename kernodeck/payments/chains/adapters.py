@@ -58,7 +58,6 @@ def adapter_for(network: str):
     if not url:
         return None
     timeout = settings.KERNODECK_HTTP_TIMEOUT
-    testnet = registry.testnet()
     if core_rpc_url(network):
         return CoreRpcAdapter(
             network,
@@ -81,7 +80,7 @@ def adapter_for(network: str):
         )
     if network == "ethereum":
         contracts = {
-            spec.asset: methods.token_contract(spec.code, testnet=testnet)
+            spec.asset: registry.token_contract(spec.code)
             for spec in methods.METHODS
             if spec.chain == "ethereum" and spec.token_contract
         }
@@ -101,7 +100,7 @@ def adapter_for(network: str):
             final_depth=depth,
         )
     if network == "tron":
-        contract = methods.token_contract("usdt-tron", testnet=testnet)
+        contract = registry.token_contract("usdt-tron")
         options = {"usdt_contract": contract} if contract else {}
         return TronAdapter(
             url, api_key=settings.KERNODECK_TRON_API_KEY, timeout=timeout, **options

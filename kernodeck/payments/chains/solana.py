@@ -12,6 +12,11 @@ own confirmationStatus ("finalized"). getSignaturesForAddress and getTransaction
 "processed". A failed transaction moves no lamports to the recipient (only the fee payer pays),
 so its credit is 0 and it is not reported; one with a positive credit and an error would be
 reported with failed=True and never credited.
+
+What the watcher un-counts: every pass polls the open instructions' keys and the recipient,
+and a stored transfer that is not final and no longer listed (its fork was dropped), or
+listed with an error, is marked disappeared (payments.watching); a signature listed whose
+transaction this node does not serve yet is `undecided` instead (judged on a later scan).
 """
 
 import logging
@@ -58,6 +63,7 @@ class SolanaAdapter:
         references = {target.reference for target in targets if target.reference}
         transfers: dict[str, ObservedTransfer] = {}
         fetched: dict[str, Any] = {}  # signature -> getTransaction result, one call per scan
+        undecided: set[str] = set()  # listed, not served yet: not judged gone this scan
         # References first: a payment seen both ways keeps the reference it carries.
         ordered = sorted(targets, key=lambda target: target.reference is None)
         with new_client() as client:
@@ -69,10 +75,15 @@ class SolanaAdapter:
                         continue  # failed: no lamports moved to us, no call needed
                     if signature not in fetched:
                         fetched[signature] = self._transaction(client, signature)
+                    if fetched[signature] is None:
+                        undecided.add(signature)
+                        continue
                     transfer = _credit(fetched[signature], entry, target, references, tip)
                     if transfer is not None:
                         transfers[signature] = transfer
-        return ScanResult(transfers=list(transfers.values()), tip=tip)
+        return ScanResult(
+            transfers=list(transfers.values()), tip=tip, undecided=frozenset(undecided)
+        )
 
     def _call(self, client: httpx.Client, method: str, params: list) -> Any:
         return rpc_call(

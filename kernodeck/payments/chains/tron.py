@@ -17,7 +17,8 @@ longer be reversed (POST /walletsolidity/getnowblock); then, per address, its in
   transfer, and an item no event confirms is no money. A reverted transaction has no logs:
   each distinct (contract, amount) it lists is recorded once, failed, at an index past its
   logs. A transaction the node does not know yet is skipped until a later scan, so an index
-  is never guessed. The configured USDT contract gives "USDT", any other "TOKEN".
+  is never guessed (and the scan names it `undecided`, so that a transfer of it stored
+  earlier is not taken for gone). The configured USDT contract gives "USDT", any other "TOKEN".
 Lists come newest first, 200 a page, following `meta.fingerprint` (never `links.next`, which
 names api.trongrid.io whatever the base URL) for at most MAX_PAGES pages. Zero-amount
 transfers (address-poisoning spam) are skipped. `cursor` is not used.
@@ -117,7 +118,11 @@ class TronAdapter:
                     scan.native(item, address, hex_addresses[address])
                 items = self._pages(client, f"/v1/accounts/{quote(address)}/transactions/trc20")
                 scan.tokens(list(items), address)
-        return ScanResult(transfers=list(scan.transfers.values()), tip=scan.tip)
+        return ScanResult(
+            transfers=list(scan.transfers.values()),
+            tip=scan.tip,
+            undecided=frozenset(scan.undecided),
+        )
 
     def _post(self, client: httpx.Client, path: str, payload: dict) -> dict:
         body = post_json(
@@ -182,6 +187,8 @@ class _Scan:
         self.tip = tip
         self.solidified = solidified
         self.infos: dict[str, dict] = {}
+        # Listed transactions the node did not know yet: not judged gone this scan.
+        self.undecided: set[str] = set()
         self.transfers: dict[tuple[str, int], ObservedTransfer] = {}
 
     def native(self, item: dict, address: str, hex_address: str) -> None:
@@ -262,7 +269,10 @@ class _Scan:
                 )
             info = self._info(txid)
             if not info:
-                continue  # not on the node yet: a later scan indexes it from its logs
+                # Not on the node yet: a later scan indexes it from its logs; until then a
+                # stored transfer of it is not taken for gone (the watcher's `undecided`).
+                self.undecided.add(txid)
+                continue
             height = json_int(info.get("blockNumber"), f"tron: blockNumber of {txid}")
             receipt = info.get("receipt")
             result = receipt.get("result") if isinstance(receipt, dict) else None

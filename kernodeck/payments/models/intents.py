@@ -222,6 +222,17 @@ class PaymentIntent(models.Model):
     reversal_decided_at = models.DateTimeField(
         null=True, blank=True, verbose_name=_("reversal decided at")
     )
+    # A repayment: instructions for what the reversed payment `repays` stood on, after an
+    # operator asked the customer to pay again (settlement.reversal); the order stays
+    # settled, and what this one receives pays that amount again.
+    repays = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="repayments",
+        verbose_name=_("pays again for"),
+    )
 
     class Meta:
         # Back-office permissions (see docs/architecture.md, "Back-office permissions").

@@ -22,7 +22,8 @@ from kernodeck.core.services import audit_event, audit_record_all
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders import services as order_services
-from kernodeck.payments import locks, methods, registry, rows, selectors, uris
+from kernodeck.orders.models import PaymentState
+from kernodeck.payments import locks, registry, rows, selectors, uris
 from kernodeck.payments.amounts import crypto_amount
 from kernodeck.payments.models import PaymentIntent, PaymentMethod, Purpose, Rate
 from kernodeck.payments.services.configuration import rate_for_instructions, rate_stale_error
@@ -142,6 +143,7 @@ def payment_intent_create(
     prepared: tuple[PaymentMethod, Rate] | None = None,
     order_event: tuple[str, object] | None = None,
     different_payment: bool = False,
+    repays: PaymentIntent | None = None,
 ) -> PaymentIntent:
     """Create instructions: a new address (never reused), the exact amount, an expiry.
 
@@ -152,11 +154,12 @@ def payment_intent_create(
     event the order's timeline records for them, written with the intent's own.
     `different_payment`: the customer confirmed that these are for a different payment
     while money seen for the same thing was being checked (noted in the audit trail).
+    `repays`: the reversed payment these instructions pay again (selectors.repayment_due).
     """
     method, rate = prepared or instructions_prepare(method_code, purpose=purpose)
     wallet = registry.configured_wallets()[method.chain]
     testnet = registry.testnet()
-    contract = methods.token_contract(method.code, testnet=testnet)
+    contract = registry.token_contract(method.code)
 
     now = now or clock.now()
     amount = crypto_amount(
@@ -190,6 +193,7 @@ def payment_intent_create(
             order=order,
             topup=topup,
             extension=extension,
+            repays=repays,
             owner=owner,
             method=method,
             chain=method.chain,
@@ -232,6 +236,7 @@ def payment_intent_create(
                     "rate": str(rate.usd_per_coin),
                     "rate_source": rate.source,
                     **({"different_payment": True} if different_payment else {}),
+                    **({"repays": str(repays.pk)} if repays is not None else {}),
                 },
             )
         ]
@@ -242,7 +247,11 @@ def payment_intent_create(
                     action=action,
                     target=target,
                     actor=actor,
-                    after={"payment": str(intent.pk), "method": method.code},
+                    after={
+                        "payment": str(intent.pk),
+                        "method": method.code,
+                        **({"repays": str(repays.pk)} if repays is not None else {}),
+                    },
                 )
             )
         audit_record_all(events)
@@ -401,9 +410,18 @@ def _payment_intent_create_for_order(
 def _create_for_locked_order(
     *, order, method_code: str, actor, prepared, different_payment
 ) -> PaymentIntent:
-    """The rest of the order's instructions, under the account's and the order's locks."""
-    order_selectors.order_check_payable(order)
+    """The rest of the order's instructions, under the account's and the order's locks.
+
+    A settled order is payable again only where an operator asked for a reversed payment
+    to be paid again (`selectors.repayment_due`): the instructions are for what left the
+    chain (its USD at the reversed payment's rate), they repay it, and the order stays
+    settled (its rental is not touched; no hold is needed)."""
     intents = locks.intents_of_locked_order(order)
+    repays = None
+    if order.payment_state == PaymentState.SETTLED:
+        repays = selectors.repayment_due(intents)
+    if repays is None:
+        order_selectors.order_check_payable(order)
     live = selectors.live_intent(intents)
     if live is not None:
         raise Conflict(
@@ -425,17 +443,24 @@ def _create_for_locked_order(
     # Keep the units while the customer pays: the offer is locked (if the hold lapsed)
     # before the address counter, as the lock order says.
     now = clock.now()
-    order_services.order_hold_extend(order=order, until=instructions_expiry(now), actor=actor)
+    if repays is None:
+        order_services.order_hold_extend(order=order, until=instructions_expiry(now), actor=actor)
     intent = payment_intent_create(
         owner=order.owner,
         method_code=method_code,
-        amount_usd=order.total_usd,
+        amount_usd=order.total_usd if repays is None else selectors.reversed_usd(repays),
         purpose=Purpose.ORDER,
         order=order,
         actor=actor,
         now=now,
         prepared=prepared,
-        order_event=("order.payment_instructions_created", order),
+        order_event=(
+            "order.payment_instructions_created"
+            if repays is None
+            else "order.repayment_instructions_created",
+            order,
+        ),
         different_payment=different_payment,
+        repays=repays,
     )
     return intent

@@ -278,6 +278,7 @@ def transfers_mark_disappeared(
     seen_keys: set,
     blocks: tuple[int, int] | None = None,
     undecided: frozenset = frozenset(),
+    references: set | None = None,
 ) -> set:
     """Unconfirmed transfers no longer reported at a scanned address were replaced or
     reorganised away: they stop counting (and count again if they come back). Returns the
@@ -286,7 +287,10 @@ def transfers_mark_disappeared(
     `blocks` (a block-window scan, Ethereum): only the transfers in those blocks are
     judged, however many confirmations they have (not final ones): the scan read every
     one of those blocks for every address, so one it did not report is no longer in the
-    chain's blocks. `undecided`: transactions it saw but could not judge yet (no receipt)."""
+    chain's blocks. `undecided`: transactions it saw but could not judge yet (no receipt).
+    `references` (Solana, whose intents share one recipient address): a transfer found by
+    its Solana Pay reference is judged only when that reference was scanned; the
+    recipient's own list is the newest signatures only, and does not vouch for it."""
     touched = set()
     # Only transfers at watched addresses can be among them: those of watched intents, and
     # those no intent claimed (read in one query however many addresses were scanned).
@@ -295,7 +299,7 @@ def transfers_mark_disappeared(
         .filter(Q(intent__isnull=True) | Q(intent__monitor_until__gt=clock.now()))
         .exclude(recorded_by__isnull=False)
         .exclude(kind=TransferKind.UNEXPLAINED)
-        .only("pk", "txid", "index", "address", "disappeared_at", "intent_id")
+        .only("pk", "txid", "index", "address", "reference", "disappeared_at", "intent_id")
     )
     if blocks is not None:
         candidates = candidates.filter(block_height__gte=blocks[0], block_height__lte=blocks[1])
@@ -303,6 +307,8 @@ def transfers_mark_disappeared(
         if transfer.address not in addresses or (transfer.txid, transfer.index) in seen_keys:
             continue
         if transfer.txid in undecided:
+            continue
+        if references is not None and transfer.reference and transfer.reference not in references:
             continue
         _transfer_disappeared(transfer)
         if transfer.intent_id is not None:

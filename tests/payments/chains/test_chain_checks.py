@@ -5,6 +5,7 @@ block a reorg took away while their address was not polled."""
 from datetime import timedelta
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 from kernodeck.core import clock
 from kernodeck.payments import registry, services
@@ -12,6 +13,7 @@ from kernodeck.payments.chains import esplora
 from kernodeck.payments.chains.adapters import adapter_for
 from kernodeck.payments.chains.base import ChainError, WatchTarget
 from kernodeck.payments.chains.esplora import EsploraAdapter
+from kernodeck.payments.checks import regtest_contracts_check
 from kernodeck.payments.models import ChainState, IntentStatus, PaymentIntent, Transfer
 from kernodeck.payments.wallets import demo_wallet
 from kernodeck.payments.watching import watch_network
@@ -232,3 +234,55 @@ def test_regtest_payment_uris_carry_the_dev_chain_id(configured, fresh_rates, se
     )
 
     assert intent.uri.startswith(f"ethereum:{intent.address}@31337")
+
+
+MAINNET_USDT = "0xdAC17F958D2ee523a2206206994597C13D831ec7"
+MAINNET_USDC = "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"
+
+
+@pytest.mark.django_db
+def test_regtest_watches_and_asks_for_the_mainnet_token_contracts(
+    configured, fresh_rates, settings
+):
+    settings.KERNODECK_CHAIN_MODE = "regtest"
+    settings.KERNODECK_ETHEREUM_RPC_URL = "http://127.0.0.1:9/rpc"
+    settings.KERNODECK_XPUBS = {"ethereum": demo_wallet("ethereum", testnet=True).public_key}
+    assert registry.token_contract("usdc-ethereum") == MAINNET_USDC  # not Sepolia's
+    assert not registry.missing_contract("usdt-ethereum")  # USDT has no Sepolia contract
+    adapter = adapter_for("ethereum")
+    assert adapter.assets == {MAINNET_USDT.lower(): "USDT", MAINNET_USDC.lower(): "USDC"}
+    order = make_order(offer=make_offer(prices={3: "100.00", 7: "970.00", 30: "800.00"}))
+
+    intent = services.payment_intent_create_for_order(
+        order=order, method_code="usdt-ethereum", actor=order.owner
+    )
+
+    assert intent.uri.startswith(f"ethereum:{MAINNET_USDT}@1337/transfer?address=")
+
+
+@pytest.mark.django_db
+def test_regtest_token_contracts_can_be_named_in_settings(settings):
+    settings.KERNODECK_CHAIN_MODE = "regtest"
+    settings.KERNODECK_ETHEREUM_RPC_URL = "http://127.0.0.1:9/rpc"
+    settings.KERNODECK_ETHEREUM_USDT_CONTRACT = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+    assert regtest_contracts_check(None) == []
+    assert adapter_for("ethereum").assets == {
+        "0x5fbdb2315678afecb367f032d93f642f64180aa3": "USDT",
+        MAINNET_USDC.lower(): "USDC",
+    }
+
+
+def test_a_bad_or_misplaced_regtest_contract_setting_is_a_check_error(settings):
+    settings.KERNODECK_CHAIN_MODE = "regtest"
+    settings.KERNODECK_ETHEREUM_USDC_CONTRACT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
+    [error] = regtest_contracts_check(None)
+    assert error.id == "payments.E001"
+    assert "KERNODECK_ETHEREUM_USDC_CONTRACT must be a 0x address" in error.msg
+    with pytest.raises(ImproperlyConfigured):
+        registry.token_contract("usdc-ethereum")
+
+    settings.KERNODECK_CHAIN_MODE = "mainnet"
+    settings.KERNODECK_ETHEREUM_USDC_CONTRACT = MAINNET_USDC
+    [error] = regtest_contracts_check(None)
+    assert "is for KERNODECK_CHAIN_MODE=regtest" in error.msg
+    assert registry.token_contract("usdc-ethereum") == MAINNET_USDC  # the fixed one

@@ -34,6 +34,7 @@ from kernodeck.payments.models import (
     Transfer,
     TransferKind,
 )
+from kernodeck.payments.wallets import demo_wallet
 from tests.factories import make_offer, make_order, make_user
 from tests.ledger.helpers import funded_account
 
@@ -373,3 +374,20 @@ def test_a_settled_payment_whose_block_is_reorganised_away_stops_counting(chain)
     # order is the settlement step's reversal case, issue 22 item 3).
     assert counted(intent) == []
     assert intent.transfers.get().disappeared_at is not None
+
+
+def test_regtest_watches_usdt_and_usdc_at_the_mainnet_addresses_of_the_dev_chain(chain, settings):
+    settings.KERNODECK_CHAIN_MODE = "regtest"
+    settings.KERNODECK_ETHEREUM_CHAIN_ID = 1  # this node's; a dev chain's 1337 by default
+    settings.KERNODECK_XPUBS = {"ethereum": demo_wallet("ethereum", testnet=True).public_key}
+    paid = []
+    for method in ("usdt-ethereum", "usdc-ethereum"):  # Sepolia has no USDT; its USDC differs
+        intent = instructions(method)
+        assert intent.uri.startswith(f"ethereum:{USDT if method == 'usdt-ethereum' else USDC}@1/")
+        chain.pay(intent, int(intent.amount_units))
+        paid.append(intent)
+    chain.mine(CONFIRMATIONS - 1)
+
+    watch()
+
+    assert [status(intent) for intent in paid] == [IntentStatus.ALLOCATED] * 2
