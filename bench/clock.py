@@ -38,6 +38,7 @@ def _seed(count: int, *, first: int, offer, owners) -> None:
     from datetime import timedelta
 
     from kernodeck.core import clock
+    from kernodeck.notifications.reminders import first_reminder_at
     from kernodeck.orders.models import Order, PaymentState, RentalState
     from tests.factories import order_row
 
@@ -59,7 +60,13 @@ def _seed(count: int, *, first: int, offer, owners) -> None:
                 rental_state_changed_at=now - timedelta(days=7),
                 starts_at=now - timedelta(days=7),
                 # Spread over the next week, a fraction of a second apart.
-                ends_at=now + timedelta(seconds=60 + week * ((i * 7919) % count) / count),
+                ends_at=(
+                    ends := now + timedelta(seconds=60 + week * ((i * 7919) % count) / count)
+                ),
+                # As the start leaves it (provisioning.services.moves).
+                next_reminder_at=first_reminder_at(
+                    starts_at=now - timedelta(days=7), ends_at=ends
+                ),
             )
             for i in range(first, first + count)
         ),
