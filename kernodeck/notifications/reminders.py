@@ -14,11 +14,9 @@ from django.db.models import (
     Case,
     CharField,
     DateTimeField,
-    Exists,
     F,
     Func,
     IntegerField,
-    OuterRef,
     Q,
     Value,
     When,
@@ -144,9 +142,9 @@ def reminders_due(*, now: datetime):
     rental, at any number of active ones.
 
     Each row carries `threshold`, the most urgent planned threshold whose moment has come
-    (as `reminder_due` says, None once ended), its dedupe key `reminder_key` built in SQL,
-    and `stored`, whether the outbox already holds that key (the outbox's unique key stays
-    the guarantee against a second e-mail, so a marker set early only costs a read)."""
+    (as `reminder_due` says, None once ended), and its dedupe key `reminder_key` built in
+    SQL. The outbox is not read here: a tick looks up the keys of what this returned, so a
+    probe with nothing due reads neither table, whatever the planner guesses."""
     threshold = Case(
         *[
             When(
@@ -177,9 +175,12 @@ def reminders_due(*, now: datetime):
         )
         .annotate(threshold=threshold)
         .annotate(reminder_key=key)
-        .annotate(stored=Exists(OutboxMessage.objects.filter(dedupe_key=OuterRef("reminder_key"))))
         .select_related("owner")
-        .order_by("pk")
+        # By the marker, as its index holds them: ordered by pk, a LIMIT tempts the planner
+        # to walk the primary key whenever its statistics of the marker are stale (they go
+        # stale every tick: a tick moves the markers it serves). A tick locks with SKIP
+        # LOCKED, so the order of its locks cannot deadlock.
+        .order_by("next_reminder_at", "pk")
     )
 
 
@@ -204,9 +205,16 @@ def rental_reminders_send() -> int:
             )
             if not due:
                 return stored
+            # The outbox's unique key stays the guarantee against a second e-mail (a marker
+            # set early, as the migration sets it, only costs this read).
+            sent = set(
+                OutboxMessage.objects.filter(
+                    dedupe_key__in=[o.reminder_key for o in due if o.threshold is not None]
+                ).values_list("dedupe_key", flat=True)
+            )
             batch = []
             for order in due:
-                if order.threshold is None or order.stored:
+                if order.threshold is None or order.reminder_key in sent:
                     continue
                 context = {
                     "reference": order.reference,
