@@ -11,7 +11,11 @@ those has a reminder due), then runs, per size:
 - the first reminder tick, which stores every reminder due (as after a start or an outage);
 - `--ticks` steady reminder ticks with nothing new due (median time, statements of one);
 - `--ticks` ticks of the rental clock (`rentals_end_due`, then `rentals_allocate_waiting`)
-  with nothing ending and nobody waiting.
+  with nothing ending and nobody waiting;
+- one reconcile sweep (`provisioning.driving.nodes_reconcile`) over the automated nodes
+  holding the rentals, 8 a node, each node's report saying it is converged: the sweep's
+  own work (statements, comparison) without the SSH round trip to each node, which a real
+  sweep adds once a node, whatever its rentals.
 
 Times are wall clock in this process against a local PostgreSQL, and on a shared machine
 they move with the load: the load average is printed at the start and the end of each size.
@@ -38,6 +42,7 @@ def _seed(count: int, *, first: int, offer, owners) -> None:
     from datetime import timedelta
 
     from kernodeck.core import clock
+    from kernodeck.notifications.reminders import first_reminder_at
     from kernodeck.orders.models import Order, PaymentState, RentalState
     from tests.factories import order_row
 
@@ -59,12 +64,88 @@ def _seed(count: int, *, first: int, offer, owners) -> None:
                 rental_state_changed_at=now - timedelta(days=7),
                 starts_at=now - timedelta(days=7),
                 # Spread over the next week, a fraction of a second apart.
-                ends_at=now + timedelta(seconds=60 + week * ((i * 7919) % count) / count),
+                ends_at=(
+                    ends := now + timedelta(seconds=60 + week * ((i * 7919) % count) / count)
+                ),
+                # As the start leaves it (provisioning.services.moves).
+                next_reminder_at=first_reminder_at(
+                    starts_at=now - timedelta(days=7), ends_at=ends
+                ),
             )
             for i in range(first, first + count)
         ),
         batch_size=2000,
     )
+
+
+RENTALS_PER_NODE = 8
+
+
+class ConvergedDriver:
+    """A driver whose nodes report exactly what the database says (no machine): a sweep
+    with nothing to apply."""
+
+    code = "ssh"
+    reports: dict = {}
+
+    def node_report(self, node):
+        return {"rentals": self.reports.get(node.name, []), "gpus": []}
+
+
+def _fleet(count: int, *, first: int, offer) -> None:
+    """Nodes of 8 slots for rentals `first`..`first + count`, each rental on one slot."""
+    from kernodeck.core import clock
+    from kernodeck.orders.models import Order
+    from kernodeck.provisioning.models import Allocation, GpuSlot, Node
+    from tests.factories import TEST_HOST_KEY
+
+    now = clock.now()
+    nodes = Node.objects.bulk_create(
+        Node(
+            name=f"clock-{n:05d}",
+            offer=offer,
+            gpu_count=RENTALS_PER_NODE,
+            host=f"10.{n // 250}.{n % 250}.1",
+            driver="ssh",
+            host_key=TEST_HOST_KEY,
+            commissioned_at=now,
+            created_at=now,
+        )
+        for n in range(first // RENTALS_PER_NODE, (first + count) // RENTALS_PER_NODE)
+    )
+    slots = GpuSlot.objects.bulk_create(
+        GpuSlot(node=node, index=i) for node in nodes for i in range(RENTALS_PER_NODE)
+    )
+    orders = Order.objects.filter(reference__startswith="KD-C").order_by("reference")
+    Allocation.objects.bulk_create(
+        (
+            Allocation(order_id=pk, slot=slot, unit=0, allocated_at=now)
+            for pk, slot in zip(
+                orders.values_list("pk", flat=True)[first : first + count], slots, strict=True
+            )
+        ),
+        batch_size=2000,
+    )
+
+
+def _converged_reports() -> dict:
+    from kernodeck.provisioning import driving, selectors
+    from kernodeck.provisioning.models import Node
+
+    return {
+        node.name: [
+            {
+                "reference": spec.reference,
+                "status": "active",
+                "suspended": False,
+                "keys_sha256": driving.keys_sha256(spec.ssh_public_keys),
+                "until": spec.ends_at.isoformat(),
+                "gpus": list(spec.allocation[0].slots),
+            }
+            for _order, spec in selectors.node_rental_specs(node)
+        ]
+        for node in Node.objects.filter(name__startswith="clock-")
+    }
 
 
 def _timed(function, ticks: int) -> tuple[float, int, object]:
@@ -110,7 +191,7 @@ def main() -> int:
     from kernodeck.accounts.models import User
     from kernodeck.notifications import reminders
     from kernodeck.notifications.models import OutboxMessage
-    from kernodeck.provisioning import services
+    from kernodeck.provisioning import drivers, driving, services
     from tests.factories import make_offer
 
     offer = make_offer(units_total=0)
@@ -123,15 +204,18 @@ def main() -> int:
         services.rentals_end_due()
         services.rentals_allocate_waiting()
 
+    drivers._cache["ssh"] = ConvergedDriver()
     print(
         "| active rentals | first reminder tick (stores) | steady reminder tick | "
-        "end and allocation tick | load average |"
+        "end and allocation tick | reconcile sweep (no SSH) | load average |"
     )
-    print("|---:|---|---|---|---|")
+    print("|---:|---|---|---|---|---|")
     seeded = 0
     for size in sorted(options.sizes):
         _seed(size - seeded, first=seeded, offer=offer, owners=owners)
+        _fleet(size - seeded, first=seeded, offer=offer)
         seeded = size
+        ConvergedDriver.reports = _converged_reports()
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")  # as autovacuum would have, after a bulk insert
         load = os.getloadavg()[0]
@@ -142,11 +226,14 @@ def main() -> int:
         steady_ms, steady_statements, again = steady
         assert again == 0, again
         tick_ms, tick_statements, _ = _timed(clock_tick, options.ticks)
+        sweep_ms, sweep_statements, applied = _timed(driving.nodes_reconcile, 1)
+        assert applied == 0, applied
         print(
             f"| {size:,} | {first_ms / 1000:.1f} s, {stored:,} reminders, "
             f"{first_statements:,} statements | {steady_ms:.1f} ms, {steady_statements} "
             f"statement(s) | {tick_ms:.1f} ms, {tick_statements} statements | "
-            f"{load:.1f} → {os.getloadavg()[0]:.1f} |",
+            f"{sweep_ms / 1000:.1f} s, {size // RENTALS_PER_NODE:,} nodes, "
+            f"{sweep_statements:,} statements | {load:.1f} → {os.getloadavg()[0]:.1f} |",
             flush=True,
         )
     return 0

@@ -13,11 +13,10 @@ from django.db import NotSupportedError, transaction
 from django.db.models import (
     Case,
     CharField,
-    Exists,
+    DateTimeField,
     F,
     Func,
     IntegerField,
-    OuterRef,
     Q,
     Value,
     When,
@@ -107,18 +106,50 @@ class UtcIsoformat(Func):
         )
 
 
-def reminders_due(*, now: datetime):
-    """The active rentals whose reminder is due now and not stored yet, in one statement.
+def first_reminder_at(*, starts_at: datetime | None, ends_at: datetime | None):
+    """The moment of a rental's first planned reminder (its `next_reminder_at` at the start
+    and after an extension), or None when none is planned. It may lie in the past: after an
+    extension the next tick sends the most urgent reminder due for the new end."""
+    if starts_at is None or ends_at is None:
+        return None
+    planned = reminder_thresholds(starts_at=starts_at, ends_at=ends_at)
+    return ends_at - timedelta(hours=max(planned)) if planned else None
 
-    `threshold` is the most urgent planned threshold whose moment has come (as
-    `reminder_due` says); `NOT EXISTS` looks its dedupe key up in the outbox's unique index.
-    The rentals are found through the index on the ends of running rentals, so a tick reads
-    the rentals ending within 72 hours, never all the active ones, and returns only what is
-    new."""
+
+def next_reminder_after(moment: datetime):
+    """SQL: the first planned reminder moment of the row strictly after `moment`, or NULL.
+
+    What a tick leaves on the rentals it served: strictly later than the tick's `now`, so a
+    rental is read once per moment, and a moment passed while no worker ran is never
+    owed again (only the most urgent one goes out)."""
+    return Case(
+        *[
+            When(
+                Q(ends_at__gt=moment + timedelta(hours=h))
+                & Q(ends_at__gt=F("starts_at") + timedelta(hours=h)),
+                then=F("ends_at") - timedelta(hours=h),
+            )
+            for h in sorted(THRESHOLDS_HOURS, reverse=True)
+        ],
+        default=None,
+        output_field=DateTimeField(),
+    )
+
+
+def reminders_due(*, now: datetime):
+    """The active rentals a reminder is owed to now (`next_reminder_at` has come), in one
+    statement through the partial index on that marker: a tick with nothing due reads no
+    rental, at any number of active ones.
+
+    Each row carries `threshold`, the most urgent planned threshold whose moment has come
+    (as `reminder_due` says, None once ended), and its dedupe key `reminder_key` built in
+    SQL. The outbox is not read here: a tick looks up the keys of what this returned, so a
+    probe with nothing due reads neither table, whatever the planner guesses."""
     threshold = Case(
         *[
             When(
-                Q(ends_at__lte=now + timedelta(hours=h))
+                Q(ends_at__gt=now)
+                & Q(ends_at__lte=now + timedelta(hours=h))
                 & Q(ends_at__gt=F("starts_at") + timedelta(hours=h)),
                 then=Value(h),
             )
@@ -139,16 +170,17 @@ def reminders_due(*, now: datetime):
     return (
         Order.objects.filter(
             rental_state=RentalState.ACTIVE,
-            starts_at__isnull=False,
-            ends_at__gt=now,
-            ends_at__lte=now + timedelta(hours=max(THRESHOLDS_HOURS)),
+            next_reminder_at__isnull=False,
+            next_reminder_at__lte=now,
         )
         .annotate(threshold=threshold)
-        .filter(threshold__isnull=False)
         .annotate(reminder_key=key)
-        .filter(~Exists(OutboxMessage.objects.filter(dedupe_key=OuterRef("reminder_key"))))
         .select_related("owner")
-        .order_by("ends_at", "pk")
+        # By the marker, as its index holds them: ordered by pk, a LIMIT tempts the planner
+        # to walk the primary key whenever its statistics of the marker are stale (they go
+        # stale every tick: a tick moves the markers it serves). A tick locks with SKIP
+        # LOCKED, so the order of its locks cannot deadlock.
+        .order_by("next_reminder_at", "pk")
     )
 
 
@@ -156,29 +188,49 @@ def rental_reminders_send() -> int:
     """Enqueue the due reminder of every active rental (the periodic task). Returns how many
     new e-mails were stored; running it twice stores nothing more.
 
-    A tick with nothing new due is one statement at any number of rentals. What is due is
-    stored STORE_CHUNK to an INSERT and a transaction; the outbox's unique dedupe key stays
-    the guarantee against a second e-mail (two ticks at once, or an SQL key that missed the
-    stored one: that INSERT skips it)."""
+    A tick with nothing due is one statement at any number of rentals. What is due is read
+    STORE_CHUNK rentals at a time, locked (a rental another tick or an extension holds is
+    skipped: the next tick reads it), stored in one INSERT and the rentals' markers moved
+    past `now` in one UPDATE, in one transaction: a reminder is stored exactly when its
+    marker moves, and an extension, which sets the marker under the same lock, is never
+    overwritten by a tick that read the old end."""
     now = clock.now()
-    due = list(reminders_due(now=now))
     stored = 0
-    for start in range(0, len(due), STORE_CHUNK):
-        batch = []
-        for order in due[start : start + STORE_CHUNK]:
-            threshold = reminder_due(starts_at=order.starts_at, ends_at=order.ends_at, now=now)
-            if threshold is None:
-                continue
-            context = {
-                "reference": order.reference,
-                "hours_left": hours_left(ends_at=order.ends_at, now=now),
-                "minutes_left": minutes_left(ends_at=order.ends_at, now=now),
-                "threshold_hours": threshold,
-                "ends_at": order.ends_at,
-            }
-            batch.append(
-                (order.owner, context, reminder_dedupe_key(order=order, threshold=threshold))
-            )
+    while True:
         with transaction.atomic():
+            due = list(
+                reminders_due(now=now).select_for_update(skip_locked=True, of=("self",))[
+                    :STORE_CHUNK
+                ]
+            )
+            if not due:
+                return stored
+            # The outbox's unique key stays the guarantee against a second e-mail (a marker
+            # set early, as the migration sets it, only costs this read).
+            sent = set(
+                OutboxMessage.objects.filter(
+                    dedupe_key__in=[o.reminder_key for o in due if o.threshold is not None]
+                ).values_list("dedupe_key", flat=True)
+            )
+            batch = []
+            for order in due:
+                if order.threshold is None or order.reminder_key in sent:
+                    continue
+                context = {
+                    "reference": order.reference,
+                    "hours_left": hours_left(ends_at=order.ends_at, now=now),
+                    "minutes_left": minutes_left(ends_at=order.ends_at, now=now),
+                    "threshold_hours": order.threshold,
+                    "ends_at": order.ends_at,
+                }
+                batch.append(
+                    (
+                        order.owner,
+                        context,
+                        reminder_dedupe_key(order=order, threshold=order.threshold),
+                    )
+                )
             stored += services.emails_enqueue_many(event="rental_reminder", messages=batch)
-    return stored
+            Order.objects.filter(pk__in=[order.pk for order in due]).update(
+                next_reminder_at=next_reminder_after(now)
+            )

@@ -30,6 +30,12 @@ def rental_reminder_banner(*, order, viewer) -> dict | None:
     }
 
 
+def rental_first_reminder_at(*, starts_at, ends_at):
+    """When a rental starting at `starts_at` and ending at `ends_at` is first owed a
+    reminder (its `next_reminder_at` at the start and after an extension), or None."""
+    return reminders.first_reminder_at(starts_at=starts_at, ends_at=ends_at)
+
+
 def outbox_messages(*, status: str = ""):
     """The outbox, newest first, optionally of one status (an unknown status: all)."""
     messages = OutboxMessage.objects.select_related("account").order_by("-created_at", "-id")

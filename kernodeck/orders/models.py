@@ -105,6 +105,12 @@ class Order(models.Model):
     rental_state_changed_at = models.DateTimeField(
         null=True, blank=True, verbose_name=_("rental state changed at")
     )
+    # The moment the rental clock next owes this rental a reminder (set at the start and by
+    # an extension, moved past each reminder stored, cleared at the end): a tick reads only
+    # the rentals whose moment has come, never every rental ending soon.
+    next_reminder_at = models.DateTimeField(
+        null=True, blank=True, editable=False, verbose_name=_("next reminder at")
+    )
     rental_reason = models.CharField(
         max_length=300,
         blank=True,
@@ -137,6 +143,13 @@ class Order(models.Model):
                 fields=["ends_at"],
                 condition=models.Q(rental_state__in=[RentalState.ACTIVE, RentalState.SUSPENDED]),
                 name="orders_order_running_ends_idx",
+            ),
+            # The reminder tick reads the active rentals a reminder is owed to, by its moment.
+            models.Index(
+                fields=["next_reminder_at"],
+                condition=models.Q(rental_state=RentalState.ACTIVE)
+                & models.Q(next_reminder_at__isnull=False),
+                name="orders_order_reminder_owed_idx",
             ),
         ]
         constraints = [

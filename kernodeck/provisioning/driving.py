@@ -211,10 +211,13 @@ def node_reconcile(*, node_id: int) -> list[tuple[str, str]]:
     actual = {entry["reference"]: entry for entry in report["rentals"]}
     services.gpu_samples_record(node=node, samples=report["gpus"])
     applied = []
-    orders = selectors.node_live_orders(node)
-    for order in orders:
+    # The node's rentals and their specs as one set (three queries at any number of
+    # rentals); the driver is called only where the report differs.
+    rentals = selectors.node_rental_specs(node)
+    orders = [order for order, _spec in rentals]
+    for order, spec in rentals:
         try:
-            actions = _reconcile_rental(driver, node, order, actual.get(order.reference))
+            actions = _reconcile_rental(driver, order, spec, actual.get(order.reference))
         except DriverError as error:
             node_health.rental_step_record(order=order, step="reconcile", detail=error.message)
             node_health.driver_error_record(error=error, final=False)
@@ -243,7 +246,7 @@ def node_reconcile(*, node_id: int) -> list[tuple[str, str]]:
     return applied
 
 
-def _reconcile_rental(driver, node, order, entry) -> list[str]:
+def _reconcile_rental(driver, order, spec, entry) -> list[str]:
     state = order.rental_state
     if state == RentalState.ENDED:
         rental_release_run(order_id=order.pk)
@@ -252,7 +255,6 @@ def _reconcile_rental(driver, node, order, entry) -> list[str]:
         return []
     if entry is None or entry["status"] != "active":
         return []
-    spec = selectors.rental_spec(order=order, node_ids=[node.pk])
     steps = []
     if state == RentalState.SUSPENDED and not entry["suspended"]:
         steps.append(("suspend", driver.suspend(spec)))

@@ -12,7 +12,7 @@ from kernodeck.core import clock
 from kernodeck.notifications import reminders
 from kernodeck.notifications.models import OutboxMessage
 from kernodeck.orders.models import Order
-from tests.factories import make_user
+from tests.factories import make_offer, make_user, order_row
 from tests.notifications.test_reminders import START, active_rental
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +31,7 @@ H = timedelta(hours=1)
 )
 def test_the_sql_dedupe_key_is_the_one_the_outbox_stores(ends_at):
     order = active_rental(days=7)
-    Order.objects.filter(pk=order.pk).update(ends_at=ends_at)
+    Order.objects.filter(pk=order.pk).update(ends_at=ends_at, next_reminder_at=ends_at - 72 * H)
     order.refresh_from_db()
 
     due = list(reminders.reminders_due(now=ends_at - 2 * H))
@@ -48,7 +48,9 @@ def test_a_tick_with_nothing_new_due_is_one_statement_at_any_number_of_rentals(
     # At the tick half of them are 23.5 hours from their end (the 24-hour reminder is
     # due), the other half, ending an hour later, 24.5 hours (the 72-hour one).
     for order in rentals[::2]:
-        Order.objects.filter(pk=order.pk).update(ends_at=order.ends_at + H)
+        Order.objects.filter(pk=order.pk).update(
+            ends_at=order.ends_at + H, next_reminder_at=order.ends_at + H - 72 * H
+        )
     moment = rentals[0].ends_at - 24 * H + timedelta(minutes=30)
     clock.freeze(moment)
     with send_after_commit():
@@ -56,8 +58,62 @@ def test_a_tick_with_nothing_new_due_is_one_statement_at_any_number_of_rentals(
 
     with CaptureQueriesContext(connection) as queries:
         assert reminders.rental_reminders_send() == 0
-    assert len(queries.captured_queries) == 1
+    assert len(statements(queries)) == 1
     assert OutboxMessage.objects.filter(event="rental_reminder").count() == 12
+
+
+def statements(queries) -> list[str]:
+    """The statements a tick sent, less the savepoints a test's transaction turns its
+    `atomic()` into (outside a test it opens a transaction without a statement of its own)."""
+    return [
+        q["sql"]
+        for q in queries.captured_queries
+        if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))
+    ]
+
+
+def _rentals(count: int, *, first: int, now) -> None:
+    """`count` active rentals ending 1 to 60 hours from `now`, every one already reminded
+    for its moment (their markers on their next one): what a steady tick sees."""
+    offer = make_offer(units_total=0)
+    owner = make_user(preferred_language="en")
+    rows = []
+    for i in range(first, first + count):
+        ends_at = now + timedelta(hours=1 + (i % 60))
+        rows.append(
+            order_row(
+                offer=offer,
+                reference=f"KD-T{i:07d}",
+                owner=owner,
+                days=7,
+                created_at=now - timedelta(days=6),
+                hold_until=now - timedelta(days=6),
+                payment_state="settled",
+                settled_at=now - timedelta(days=6),
+                rental_state="active",
+                starts_at=now - timedelta(days=6),
+                ends_at=ends_at,
+            )
+        )
+    Order.objects.bulk_create(rows, batch_size=500)
+    Order.objects.filter(reference__startswith="KD-T").update(
+        next_reminder_at=reminders.next_reminder_after(now)
+    )
+
+
+@pytest.mark.parametrize("count", [10, 1000])
+def test_a_steady_tick_is_one_statement_reading_no_rental_at_10_and_1000(count):
+    now = START + timedelta(days=2)
+    clock.freeze(now)
+    _rentals(count, first=0, now=now)
+    assert Order.objects.filter(next_reminder_at__lte=now).count() == 0
+
+    with CaptureQueriesContext(connection) as queries:
+        assert reminders.rental_reminders_send() == 0
+
+    [probe] = statements(queries)
+    assert 'FROM "orders_order"' in probe
+    assert "notifications_outboxmessage" not in probe  # the outbox only for what is due
 
 
 def test_many_e_mails_at_once_skip_a_key_already_stored_and_send_the_others(

@@ -13,6 +13,7 @@ from kernodeck.core import clock
 from kernodeck.notifications import reminders
 from kernodeck.notifications.models import OutboxMessage
 from kernodeck.orders.models import Order, RentalState
+from kernodeck.provisioning.services import rental_extend
 from tests.factories import make_order, make_user
 
 pytestmark = pytest.mark.django_db
@@ -22,14 +23,20 @@ H = timedelta(hours=1)
 
 
 def active_rental(*, days=7, owner=None, state=RentalState.ACTIVE):
-    """An order whose access was delivered at START (rentals' lifecycle is not under test)."""
+    """An order whose access was delivered at START (rentals' lifecycle is not under test),
+    its reminder marker where the start leaves it (`provisioning.services.moves`)."""
     order = make_order(owner=owner or make_user(preferred_language="en"), days=days)
+    ends_at = START + timedelta(days=days)
+    running = state in {RentalState.ACTIVE, RentalState.SUSPENDED}
     Order.objects.filter(pk=order.pk).update(
         payment_state="settled",
         settled_at=START - timedelta(hours=5),
         rental_state=state,
         starts_at=START,
-        ends_at=START + timedelta(days=days),
+        ends_at=ends_at,
+        next_reminder_at=(
+            reminders.first_reminder_at(starts_at=START, ends_at=ends_at) if running else None
+        ),
     )
     order.refresh_from_db()
     return order
@@ -107,9 +114,10 @@ def test_moving_the_end_plans_new_reminders(send_after_commit):
     old_end = order.ends_at
     sweep_at(old_end - 72 * H, send_after_commit)
     sweep_at(old_end - 24 * H, send_after_commit)
-    # Support extends the rental by 3 days (rentals' rental_extend moves ends_at).
+    # Support extends the rental by 3 days.
     new_end = old_end + timedelta(days=3)
-    Order.objects.filter(pk=order.pk).update(ends_at=new_end)
+    clock.freeze(old_end - 23 * H)
+    rental_extend(order=order, until=new_end, reason="three more days", actor=None)
 
     assert sweep_at(old_end - 23 * H, send_after_commit) == 0  # 96 h left: nothing due
     assert sweep_at(old_end - 2 * H, send_after_commit) == 0  # the old 2 h moment is gone

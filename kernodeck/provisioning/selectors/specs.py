@@ -59,6 +59,44 @@ def rental_spec(*, order: Order, include_released: bool = False, node_ids=None) 
         .order_by("created_at", "pk")
         .values_list("public_key", flat=True)
     )
+    return _spec(order, keys=keys, by_node=by_node)
+
+
+def node_rental_specs(node: Node) -> list[tuple[Order, RentalSpec]]:
+    """The rentals holding live slots on the node, oldest first, each with its spec narrowed
+    to this node (what `rental_spec(order=..., node_ids=[node.pk])` says), in three queries
+    whatever their number: the reconcile's minute sweep reads a node's rentals as a set."""
+    rows = (
+        Allocation.objects.filter(slot__node=node, released_at__isnull=True)
+        .select_related("order", "slot")
+        .order_by("order_id", "slot__index")
+    )
+    orders: dict[int, Order] = {}
+    slots: dict[int, list[int]] = {}
+    for row in rows:
+        orders.setdefault(row.order_id, row.order)
+        slots.setdefault(row.order_id, []).append(row.slot.index)
+    keys: dict[int, list[str]] = {}
+    for user_id, public_key in (
+        SshKey.objects.filter(user_id__in={order.owner_id for order in orders.values()})
+        .order_by("created_at", "pk")
+        .values_list("user_id", "public_key")
+    ):
+        keys.setdefault(user_id, []).append(public_key)
+    return [
+        (
+            order,
+            _spec(
+                order,
+                keys=tuple(keys.get(order.owner_id, ())),
+                by_node={node.pk: (node, slots[pk])},
+            ),
+        )
+        for pk, order in orders.items()
+    ]
+
+
+def _spec(order: Order, *, keys: tuple, by_node: dict[int, tuple[Node, list[int]]]) -> RentalSpec:
     return RentalSpec(
         reference=order.reference,
         offer=order.offer_slug,
@@ -77,16 +115,6 @@ def rental_spec(*, order: Order, include_released: bool = False, node_ids=None) 
         starts_at=order.starts_at,
         ends_at=order.ends_at,
     )
-
-
-def node_live_orders(node: Node) -> list[Order]:
-    """The rentals holding live slots on the node (what must exist there), oldest first."""
-    ids = (
-        Allocation.objects.filter(slot__node=node, released_at__isnull=True)
-        .values_list("order_id", flat=True)
-        .distinct()
-    )
-    return list(Order.objects.filter(pk__in=list(ids)).order_by("pk"))
 
 
 def nodes_to_reconcile() -> list[int]:

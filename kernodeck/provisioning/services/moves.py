@@ -13,9 +13,12 @@ from kernodeck.catalog import services as catalog_services
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput
 from kernodeck.core.services import audit_record
+from kernodeck.notifications import selectors as notification_selectors
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders.models import RENTAL_TRANSITIONS, Order, RentalState
 from kernodeck.provisioning import notices
+
+RUNNING = frozenset({RentalState.ACTIVE, RentalState.SUSPENDED})
 
 
 def _reason_required(reason) -> str:
@@ -46,7 +49,16 @@ def _move(
     order.rental_state = to
     order.rental_state_changed_at = clock.now()
     order.rental_reason = reason
-    order.save(update_fields=["rental_state", "rental_state_changed_at", "rental_reason", *fields])
+    order.next_reminder_at = _next_reminder_at(order, before=before)
+    order.save(
+        update_fields=[
+            "rental_state",
+            "rental_state_changed_at",
+            "rental_reason",
+            "next_reminder_at",
+            *fields,
+        ]
+    )
     catalog_services.catalog_changed()  # a settled rental's units wait, or end, by state
     after = {"rental_state": to}
     for name in fields:
@@ -63,6 +75,19 @@ def _move(
     if notice:
         notices.rental_notice(order=order, event=notice)
     return order
+
+
+def _next_reminder_at(order: Order, *, before: str):
+    """The reminder marker after a move: planned from the period when the rental starts
+    running, kept while it runs (a suspension holds what is owed until it resumes),
+    cleared once it stops (ended, refunded), so the reminder tick never reads it again."""
+    if order.rental_state not in RUNNING:
+        return None
+    if before not in RUNNING:
+        return notification_selectors.rental_first_reminder_at(
+            starts_at=order.starts_at, ends_at=order.ends_at
+        )
+    return order.next_reminder_at
 
 
 def _lock_order(order) -> Order:

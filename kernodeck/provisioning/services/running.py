@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, InvalidInput, NotFound
 from kernodeck.core.services import audit_record
+from kernodeck.notifications import selectors as notification_selectors
 from kernodeck.orders.models import Order, RentalState
 from kernodeck.provisioning import selectors
 from kernodeck.provisioning.models import Delivery
@@ -139,7 +140,13 @@ def rental_extend(*, order, until, reason: str, actor) -> Order:
             )
         before = order.ends_at
         order.ends_at = until
-        order.save(update_fields=["ends_at"])
+        # Under the order's lock, which the reminder tick takes too: the new end's reminders
+        # are owed from its first planned moment (already passed: the next tick sends the
+        # most urgent one due), whatever a tick did for the old end.
+        order.next_reminder_at = notification_selectors.rental_first_reminder_at(
+            starts_at=order.starts_at, ends_at=until
+        )
+        order.save(update_fields=["ends_at", "next_reminder_at"])
         audit_record(
             action="order.rental_extended",
             target=order,
