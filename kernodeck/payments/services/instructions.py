@@ -15,14 +15,14 @@ from django.db import connection, transaction
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts import throttle
-from kernodeck.core import clock
+from kernodeck.core import clock, rows
 from kernodeck.core.errors import Conflict, InvalidInput, ServiceError, Unavailable
 from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_event, audit_record_all
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders import services as order_services
-from kernodeck.payments import locks, methods, registry, rows, selectors, uris
+from kernodeck.payments import locks, methods, registry, selectors, uris
 from kernodeck.payments.amounts import crypto_amount
 from kernodeck.payments.models import PaymentIntent, PaymentMethod, Purpose, Rate
 from kernodeck.payments.services.configuration import rate_for_instructions, rate_stale_error
@@ -185,7 +185,7 @@ def payment_intent_create(
                 testnet=testnet,
                 regtest=registry.regtest(),
             )
-        intent = PaymentIntent.objects.create(
+        intent = PaymentIntent(
             purpose=purpose,
             order=order,
             topup=topup,
@@ -245,7 +245,9 @@ def payment_intent_create(
                     after={"payment": str(intent.pk), "method": method.code},
                 )
             )
-        audit_record_all(events)
+        # The instructions and their events in one INSERT (PostgreSQL), not a compiled
+        # save() and a bulk_create each.
+        audit_record_all(events, along=([intent],))
     return intent
 
 
