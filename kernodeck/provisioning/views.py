@@ -74,6 +74,8 @@ def desk(request):
     rental_url = link_maker("desk:rental")  # reversed once for the page, not per row
     for row in rows:
         row["url"] = rental_url(row["order"].reference)
+        # What `truncatechars:22` wrote, without a filter call per key.
+        row["keys_short"] = [key if len(key) <= 22 else f"{key[:21]}…" for key in row["keys"]]
     return render(
         request,
         "provisioning/desk.html",
@@ -337,7 +339,10 @@ def fleet(request):
         node.state_url, node.ssh_url = state_url(node.name), ssh_url(node.name)
         node.state_label = str(states.get(node.state, node.state))
         node.driver_label = str(drivers.get(node.driver, node.driver))
-        for slot in node.slots.all():
+        # The prefetched slots as a list: each `.all()` in the template cloned a queryset.
+        node.slot_list = list(node.slots.all())
+        for slot in node.slot_list:
+            slot.allocation = slot.live[0] if slot.live else None
             for allocation in slot.live:
                 order = allocation.order
                 allocation.rental_url = rental_url(order.reference)
