@@ -339,6 +339,10 @@ def fleet(request):
         node.state_url, node.ssh_url = state_url(node.name), ssh_url(node.name)
         node.state_label = str(states.get(node.state, node.state))
         node.driver_label = str(drivers.get(node.driver, node.driver))
+        # The template's own message, without a {% blocktranslate count %} per node.
+        node.gpus_words = ngettext(
+            "%(n)s GPU, %(busy)s busy", "%(n)s GPUs, %(busy)s busy", node.gpu_count
+        ) % {"n": node.gpu_count, "busy": node.slots_busy}
         # The prefetched slots as a list: each `.all()` in the template cloned a queryset.
         node.slot_list = list(node.slots.all())
         for slot in node.slot_list:
