@@ -8,8 +8,9 @@ Seeds a scratch PostgreSQL database as bench/run.py does (fresh orders of eight 
 then sends `POST /api/v1/orders/{reference}/payments` (BTC) through Django's test client, one
 request at a time, and prints the process CPU time per request (`time.process_time`, which a
 busy machine disturbs far less than wall time), the wall time, the statements of one request,
-and with `--profile N` the N functions with the most cumulative time. The server-side figure
-(req/s under gunicorn with 8 clients) is the last row of bench/run.py.
+and with `--profile N` the N functions with the most cumulative time (then the N with the
+most time of their own). The server-side figure (req/s under gunicorn with 8 clients) is
+the last row of bench/run.py.
 """
 
 import argparse
@@ -68,7 +69,9 @@ def measure(pay_orders, requests: int, profile: int) -> dict:
             send(*next(orders))
         profiler.disable()
         out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(profile)
+        stats = pstats.Stats(profiler, stream=out)
+        stats.sort_stats("cumulative").print_stats(profile)
+        stats.sort_stats("tottime").print_stats(profile)
         report = out.getvalue()
     return {
         "cpu_ms": 1000 * cpu / requests,

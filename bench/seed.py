@@ -15,8 +15,6 @@ import sys
 
 import django
 
-from kernodeck.settlement import orders as settlement_orders
-
 PAYERS = 8
 
 
@@ -77,6 +75,7 @@ def main(orders: int, pay_orders: int) -> None:
     from kernodeck.catalog.models import Offer
     from kernodeck.demo.services import demo_seed_catalog, demo_seed_payment_methods
     from kernodeck.orders import services as order_services
+    from kernodeck.settlement import orders as settlement_orders
 
     assert settings.KERNODECK_DEMO
     demo_seed_catalog()

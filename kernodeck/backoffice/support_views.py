@@ -12,6 +12,7 @@ from django.utils.translation import gettext as _
 from kernodeck.accounts.permissions import has_permissions, permission_required, require_permission
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error
+from kernodeck.core.links import link_maker
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.payments import selectors as payment_selectors
 from kernodeck.support import canned, selectors, services
@@ -53,8 +54,10 @@ def inbox(request):
     access_only = kind == selectors.ACCESS_KIND
     # Signed-out "I can't sign in" requests are their own kind: listed above the tickets,
     # or alone when that kind is chosen.
-    access_requests = (
-        selectors.access_requests_inbox(status=status)[:200] if access_only or not kind else []
+    access_requests = _with_links(
+        selectors.access_requests_inbox(status=status)[:200] if access_only or not kind else [],
+        "support_staff:access",
+        dict(AccessStatus.choices),
     )
     return render(
         request,
@@ -74,11 +77,26 @@ def inbox(request):
 
 
 def _with_staff_status(tickets):
-    """The tickets with `status_label`, the staff's word for their status."""
+    """The tickets with `status_label`, the staff's word for their status, `kind_label`
+    and `case_url` (made once for the page, not with a tag per row)."""
     tickets = list(tickets)
+    kinds = dict(Kind.choices)
+    case_url = link_maker("support_staff:ticket")
     for ticket in tickets:
         ticket.status_label = STAFF_STATUS_LABELS[ticket.status]
+        ticket.kind_label = kinds.get(ticket.kind, ticket.kind)
+        ticket.case_url = case_url(ticket.pk)
     return tickets
+
+
+def _with_links(items, url_name: str, statuses: dict):
+    """The rows with `case_url` and `status_label`, made once for the page."""
+    items = list(items)
+    case_url = link_maker(url_name)
+    for item in items:
+        item.case_url = case_url(item.pk)
+        item.status_label = statuses.get(item.status, item.status)
+    return items
 
 
 @support_staff_required

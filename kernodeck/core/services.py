@@ -1,6 +1,6 @@
 from django.db import models
 
-from kernodeck.core import clock
+from kernodeck.core import clock, rows
 from kernodeck.core.models import AuditEvent
 from kernodeck.core.requests import valid_ip
 
@@ -44,6 +44,13 @@ def audit_record(**fields) -> AuditEvent:
     return event
 
 
-def audit_record_all(events: list[AuditEvent]) -> list[AuditEvent]:
-    """Write several events of one change (from `audit_event`) in one INSERT, in order."""
-    return AuditEvent.objects.bulk_create(events)
+def audit_record_all(events: list[AuditEvent], *, along: tuple = ()) -> list[AuditEvent]:
+    """Write several events of one change (from `audit_event`) in one INSERT, in order.
+
+    `along`: new rows of the change itself (lists of unsaved instances, one model each),
+    written first and, on PostgreSQL, in the same statement (`rows.insert_all`); the
+    events' keys are then not read back."""
+    if not along:
+        return AuditEvent.objects.bulk_create(events)
+    rows.insert_all(*along, events)
+    return events

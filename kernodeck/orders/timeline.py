@@ -99,11 +99,16 @@ def rental_refunded(order: Order) -> bool:
     )
 
 
+# The states' lazy words by value: `get_rental_state_display` rebuilds (and hashes) the
+# choices on every call, which a list of rentals pays once per row.
+_RENTAL_STATE_WORDS = dict(RentalState.choices)
+
+
 def rental_state_label(order: Order) -> str:
     """The rental's state in words: "Refunded" for a rental that ended without starting."""
     if rental_refunded(order):
         return str(REFUNDED)
-    return str(order.get_rental_state_display())
+    return str(_RENTAL_STATE_WORDS.get(order.rental_state, order.rental_state))
 
 
 def _moment(value) -> str:

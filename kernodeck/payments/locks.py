@@ -2,15 +2,16 @@
 
 import functools
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts.locks import lock_account
+from kernodeck.core import rows
 from kernodeck.core.errors import NotFound
 from kernodeck.ledger.locks import lock_topup
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders.models import Order
-from kernodeck.payments import rows
 from kernodeck.payments.models import AddressCounter, PaymentIntent, PaymentMethod
 
 
@@ -57,6 +58,7 @@ def counter_take_index(*, chain: str, wallet_fingerprint: str) -> int:
     return row[0] - 1
 
 
+_ACCOUNT = rows.Columns(get_user_model(), "u")
 _ORDER = rows.Columns(Order, "o")
 _INTENT = rows.Columns(PaymentIntent, "i")
 _METHOD = rows.Columns(PaymentMethod, "m")
@@ -64,10 +66,13 @@ _METHOD = rows.Columns(PaymentMethod, "m")
 
 @functools.cache
 def _order_of_owner_statement(vendor: str) -> str:
-    # The column list comes from the model, never from input.
+    # The column lists come from the models, never from input. The account is first in
+    # FROM: PostgreSQL locks a joined row's tables in that order (the account, then the
+    # order, as every money path takes them).
     return (
-        f"SELECT {_ORDER.sql()} FROM orders_order o "  # noqa: S608
-        "WHERE o.owner_id = %s AND o.reference = %s" + rows.lock_clause()
+        f"SELECT {_ACCOUNT.sql()}, {_ORDER.sql()} FROM accounts_user u "  # noqa: S608
+        "JOIN orders_order o ON o.owner_id = u.id "
+        "WHERE u.id = %s AND o.reference = %s" + rows.lock_clause()
     )
 
 
@@ -84,9 +89,9 @@ def lock_order_of_owner(*, owner_id: int, reference: str):
     """Lock the owner's account, then the owner's order with this reference (NotFound, a
     404, when the owner has none: another customer's order is never locked nor named).
 
-    The account comes first, as in `orders.locks.lock_order`; the order is found and locked
-    in one statement, so it need not be read before the locks."""
-    account = lock_account(owner_id)
+    The account comes first, as in `orders.locks.lock_order`; both are found and locked
+    in one statement, so the order need not be read before the locks. When the owner has
+    no such order nothing is locked (and nothing is written: the answer is a 404)."""
     with connection.cursor() as cursor:
         cursor.execute(
             _order_of_owner_statement(connection.vendor),
@@ -95,8 +100,8 @@ def lock_order_of_owner(*, owner_id: int, reference: str):
         row = cursor.fetchone()
     if row is None:
         raise NotFound(_("No order with this reference on your account."))
-    order = _ORDER.load(row)
-    order.owner = account  # just read under its lock
+    order = _ORDER.load(row[len(_ACCOUNT) :])
+    order.owner = _ACCOUNT.load(row[: len(_ACCOUNT)])  # just read under its lock
     return order
 
 

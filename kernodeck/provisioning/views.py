@@ -17,6 +17,7 @@ from kernodeck.accounts.permissions import permission_required
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error
+from kernodeck.core.links import link_maker
 from kernodeck.core.requests import client_ip
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.models import RentalState
@@ -29,7 +30,7 @@ from kernodeck.provisioning.forms import (
     ReasonForm,
     RetryForm,
 )
-from kernodeck.provisioning.models import NodeState
+from kernodeck.provisioning.models import DriverCode, NodeState
 
 OPERATE = "provisioning.operate_rentals"
 VIEW_ACCESS = "provisioning.view_access"
@@ -70,6 +71,11 @@ def desk(request):
     if state not in RentalState.values:
         state = ""
     rows = selectors.desk_rows(selectors.rentals_for_desk(state=state)[:300])
+    rental_url = link_maker("desk:rental")  # reversed once for the page, not per row
+    for row in rows:
+        row["url"] = rental_url(row["order"].reference)
+        # What `truncatechars:22` wrote, without a filter call per key.
+        row["keys_short"] = [key if len(key) <= 22 else f"{key[:21]}…" for key in row["keys"]]
     return render(
         request,
         "provisioning/desk.html",
@@ -321,10 +327,34 @@ def fleet(request):
                 )
                 return redirect("desk:fleet")
         status = 422
+    nodes = list(selectors.nodes_with_slots())
+    # Every node's links, and its live rentals', reversed once for the page.
+    state_url = link_maker("desk:node_state")
+    ssh_url = link_maker("backoffice_nodes:detail")
+    rental_url = link_maker("desk:rental")
+    # And the choices' words, translated once (get_FOO_display hashes every lazy label).
+    states, drivers = dict(NodeState.choices), dict(DriverCode.choices)
+    rental_states = dict(RentalState.choices)
+    for node in nodes:
+        node.state_url, node.ssh_url = state_url(node.name), ssh_url(node.name)
+        node.state_label = str(states.get(node.state, node.state))
+        node.driver_label = str(drivers.get(node.driver, node.driver))
+        # The template's own message, without a {% blocktranslate count %} per node.
+        node.gpus_words = ngettext(
+            "%(n)s GPU, %(busy)s busy", "%(n)s GPUs, %(busy)s busy", node.gpu_count
+        ) % {"n": node.gpu_count, "busy": node.slots_busy}
+        # The prefetched slots as a list: each `.all()` in the template cloned a queryset.
+        node.slot_list = list(node.slots.all())
+        for slot in node.slot_list:
+            slot.allocation = slot.live[0] if slot.live else None
+            for allocation in slot.live:
+                order = allocation.order
+                allocation.rental_url = rental_url(order.reference)
+                allocation.state_label = rental_states.get(order.rental_state, order.rental_state)
     return render(
         request,
         "provisioning/fleet.html",
-        {"nodes": selectors.nodes_with_slots(), "form": form},
+        {"nodes": nodes, "form": form},
         status=status,
     )
 

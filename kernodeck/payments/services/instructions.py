@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts import throttle
-from kernodeck.core import clock
+from kernodeck.core import clock, rows
 from kernodeck.core.errors import Conflict, InvalidInput, ServiceError, Unavailable
 from kernodeck.core.races import retry_lost_races
 from kernodeck.core.services import audit_event, audit_record_all
@@ -23,7 +23,7 @@ from kernodeck.orders import locks as order_locks
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders import services as order_services
 from kernodeck.orders.models import PaymentState
-from kernodeck.payments import locks, registry, rows, selectors, uris
+from kernodeck.payments import locks, registry, selectors, uris
 from kernodeck.payments.amounts import crypto_amount
 from kernodeck.payments.models import PaymentIntent, PaymentMethod, Purpose, Rate
 from kernodeck.payments.services.configuration import rate_for_instructions, rate_stale_error
@@ -188,7 +188,7 @@ def payment_intent_create(
                 testnet=testnet,
                 regtest=registry.regtest(),
             )
-        intent = PaymentIntent.objects.create(
+        intent = PaymentIntent(
             purpose=purpose,
             order=order,
             topup=topup,
@@ -254,7 +254,9 @@ def payment_intent_create(
                     },
                 )
             )
-        audit_record_all(events)
+        # The instructions and their events in one INSERT (PostgreSQL), not a compiled
+        # save() and a bulk_create each.
+        audit_record_all(events, along=([intent],))
     return intent
 
 
