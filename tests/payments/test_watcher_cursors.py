@@ -1,0 +1,96 @@
+"""Address polling from cursors kept in the database (PollCursor): a pass over an idle
+address asks only for its counters, a payment after the cursor is found, a transfer that
+vanishes is still seen gone, and a pass that fails keeps every cursor where it was."""
+
+from datetime import timedelta
+
+import pytest
+
+from kernodeck.core import clock
+from kernodeck.payments import watching
+from kernodeck.payments.models import IntentStatus, PaymentIntent, PollCursor, Transfer
+from tests.loopback import LoopbackServer
+from tests.payments.esplora_chain import EsploraChain
+from tests.payments.test_watching import btc_intent
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def server(settings):
+    settings.KERNODECK_WATCH_BLOCK_SCAN = False  # address by address
+    with LoopbackServer() as server:
+        settings.KERNODECK_BITCOIN_ESPLORA_URL = server.url
+        yield server
+
+
+@pytest.fixture
+def chain(server):
+    return EsploraChain(server, at=clock.now() - timedelta(minutes=10))
+
+
+def paths_of_a_pass(server) -> list[str]:
+    before = len(server.requests)
+    report = watching.watch_network("bitcoin")
+    assert "error" not in report, report
+    return [request.path for request in server.requests[before:]]
+
+
+def cursors() -> dict[str, str]:
+    return dict(PollCursor.objects.filter(network="bitcoin").values_list("key", "position"))
+
+
+def test_an_idle_address_costs_its_counters_and_a_payment_after_the_cursor_is_found(
+    configured, fresh_rates, server, chain
+):
+    intent = btc_intent()
+    counters, history = f"/address/{intent.address}", f"/address/{intent.address}/txs"
+
+    assert paths_of_a_pass(server) == ["/blocks/tip/height", counters, history]
+    stored = cursors()
+    assert list(stored) == [intent.address]
+
+    assert paths_of_a_pass(server) == ["/blocks/tip/height", counters]  # nothing moved
+    assert cursors() == stored
+
+    txid = chain.pay(intent.address, intent.amount_units)
+    assert paths_of_a_pass(server) == ["/blocks/tip/height", counters, history]
+    assert PaymentIntent.objects.get(pk=intent.pk).status == IntentStatus.DETECTED
+    assert Transfer.objects.get().txid == txid
+    assert cursors() != stored
+
+
+def test_a_transfer_still_unconfirmed_is_read_again_and_seen_gone(
+    configured, fresh_rates, server, chain
+):
+    intent = btc_intent()
+    txid = chain.pay(intent.address, intent.amount_units)
+    paths_of_a_pass(server)
+    assert Transfer.objects.get(txid=txid).disappeared_at is None
+
+    # Replaced by a transaction paying someone else: the address's counters go back to
+    # what they were before the payment, but its unconfirmed transfer drops its cursor.
+    chain.drop(txid)
+    assert f"/address/{intent.address}/txs" in paths_of_a_pass(server)
+    assert Transfer.objects.get(txid=txid).disappeared_at is not None
+
+
+def test_a_pass_that_fails_while_applying_keeps_every_cursor(
+    configured, fresh_rates, server, chain, monkeypatch
+):
+    intent = btc_intent()
+    paths_of_a_pass(server)
+    stored = cursors()
+    chain.pay(intent.address, intent.amount_units)
+
+    def reconcile(*, intent_id):
+        raise ZeroDivisionError("a bug after observing")
+
+    monkeypatch.setattr(watching, "payment_intent_reconcile", reconcile)
+    with pytest.raises(ZeroDivisionError):
+        watching.watch_network("bitcoin")
+    assert cursors() == stored
+    monkeypatch.undo()
+
+    paths_of_a_pass(server)  # the next pass reads the history again and applies it
+    assert PaymentIntent.objects.get(pk=intent.pk).status == IntentStatus.DETECTED
