@@ -7,9 +7,11 @@ from datetime import timedelta
 import pytest
 
 from kernodeck.core import clock
-from kernodeck.payments import watching
+from kernodeck.payments import services, watching
 from kernodeck.payments.models import IntentStatus, PaymentIntent, PollCursor, Transfer
+from tests.factories import make_order
 from tests.loopback import LoopbackServer
+from tests.payments.chains.test_poll_cursors import PagedNode
 from tests.payments.esplora_chain import EsploraChain
 from tests.payments.test_watching import btc_intent
 
@@ -94,3 +96,45 @@ def test_a_pass_that_fails_while_applying_keeps_every_cursor(
 
     paths_of_a_pass(server)  # the next pass reads the history again and applies it
     assert PaymentIntent.objects.get(pk=intent.pk).status == IntentStatus.DETECTED
+
+
+def test_solana_reads_the_recipient_until_its_cursor_and_matches_each_reference(
+    configured, fresh_rates, settings
+):
+    first, second = (
+        services.payment_intent_create_for_order(
+            order=order, method_code="sol-solana", actor=order.owner
+        )
+        for order in (make_order(), make_order())
+    )
+    recipient = first.address
+    node = PagedNode()
+    node.pay(
+        0, 1000, reference=first.solana_reference, lamports=first.amount_units, recipient=recipient
+    )
+    with LoopbackServer() as server:
+        server.route("POST", "/", handler=node)
+        settings.KERNODECK_SOLANA_RPC_URL = server.url
+        watching.watch_network("solana")  # no cursor yet: the references too
+        listed = sorted(key for key, _ in node.listed())
+        assert listed == sorted([first.solana_reference, second.solana_reference, recipient])
+        [cursor] = PollCursor.objects.filter(network="solana").values_list("key", "position")
+        assert cursor == (recipient, node.signatures[recipient][0]["signature"])
+
+        node.calls.clear()
+        node.pay(
+            1,
+            1001,
+            status="confirmed",
+            reference=second.solana_reference,
+            lamports=second.amount_units,
+            recipient=recipient,
+        )
+        watching.watch_network("solana")
+
+    assert [key for key, _ in node.listed()] == [recipient]  # one list, whatever the intents
+    statuses = dict(PaymentIntent.objects.values_list("pk", "status"))
+    assert statuses == {first.pk: IntentStatus.ALLOCATED, second.pk: IntentStatus.ALLOCATED}
+    assert Transfer.objects.get(txid=node.signatures[recipient][0]["signature"]).reference == (
+        second.solana_reference
+    )

@@ -179,12 +179,25 @@ class PagedNode:
         self.transactions: dict[str, dict] = {}
         self.calls: list[tuple[str, list]] = []
 
-    def pay(self, n: int, slot: int, *, status: str = "finalized", reference=REFERENCE):
+    def pay(
+        self,
+        n: int,
+        slot: int,
+        *,
+        status: str = "finalized",
+        reference=REFERENCE,
+        lamports: int | None = None,
+        recipient: str = RECIPIENT,
+    ):
         entry = signature_entry(sig(n), slot, status=status)
-        self.signatures.setdefault(RECIPIENT, []).insert(0, entry)
+        self.signatures.setdefault(recipient, []).insert(0, entry)
         if reference:
             self.signatures.setdefault(reference, []).insert(0, entry)
-        self.transactions[sig(n)] = payment(1_000_000 + n, slot, reference=reference)
+        lamports = 1_000_000 + n if lamports is None else lamports
+        transaction = payment(lamports, slot, reference=reference)
+        keys = transaction["transaction"]["message"]["accountKeys"]
+        keys[keys.index(RECIPIENT)] = recipient
+        self.transactions[sig(n)] = transaction
 
     def __call__(self, request):
         call = request.json()
