@@ -181,7 +181,7 @@ class EsploraAdapter:
                 try:
                     digest = self._counters(client, address)
                 except ChainError as exc:
-                    logger.info("%s: no counters of %s (%s)", self.network, address, exc)
+                    logger.debug("%s: no counters of %s (%s)", self.network, address, exc)
                     digest = None
                 if digest is not None and cursors.get(address) == digest:
                     return digest, None

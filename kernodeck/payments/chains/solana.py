@@ -42,6 +42,9 @@ COMMITMENT = "confirmed"
 MAX_LAMPORTS = 2**64 - 1  # balances are u64 on chain
 SIGNATURES_LIMIT = 100  # newest signatures per watched key; a reference sees one or two
 MAX_SIGNATURE_PAGES = 10  # pages of the recipient's signatures read since its cursor
+# The cursor of a recipient whose whole list was read and held nothing finalized yet (no
+# signature to run `until`; never one itself: base58 has no 0): its list is read whole.
+FROM_THE_START = "0"
 
 
 class SolanaAdapter:
@@ -117,8 +120,9 @@ class SolanaAdapter:
                         if target.address == recipient and target.reference:
                             for entry in self._signatures(client, target.reference):
                                 credit(entry, target)
-                entries, whole = self._signatures_until(client, recipient, until)
-                position = until
+                start = None if until == FROM_THE_START else until
+                entries, whole = self._signatures_until(client, recipient, start)
+                position = until if until is not None or not whole else FROM_THE_START
                 moving = whole or until is None  # a cut list keeps its cursor
                 for entry in reversed(entries):  # oldest first
                     read = credit(entry, WatchTarget(recipient))

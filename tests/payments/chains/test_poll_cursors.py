@@ -266,6 +266,25 @@ def test_solana_follows_pages_back_to_the_cursor(loopback, sleeps, monkeypatch):
     assert (cut.cursors, cut.complete) == ({RECIPIENT: sig(0)}, frozenset())
 
 
+def test_solana_a_recipient_without_history_is_read_whole_without_its_references(loopback, sleeps):
+    node = PagedNode()
+    loopback.route("POST", "/", handler=node)
+    adapter = SolanaAdapter(loopback.url, sleep=sleeps.append)
+    targets = [WatchTarget(RECIPIENT, REFERENCE), WatchTarget(RECIPIENT)]
+
+    first = adapter.scan_since(targets, cursors={})
+    assert first.cursors == {RECIPIENT: solana.FROM_THE_START}
+
+    node.calls.clear()
+    node.pay(0, 1000)
+    second = adapter.scan_since(targets, cursors=first.cursors)
+    assert node.listed() == [
+        (RECIPIENT, {"limit": solana.SIGNATURES_LIMIT, "commitment": "confirmed"})
+    ]
+    assert [(t.txid, t.reference) for t in second.transfers] == [(sig(0), REFERENCE)]
+    assert second.cursors == {RECIPIENT: sig(0)}
+
+
 # -- Esplora: the address's counters, then its history only when they moved -------------
 
 ADDRESS = "bc1qpollcursor0000000000000000000000000000"
