@@ -11,7 +11,7 @@ from kernodeck.payments import services, watching
 from kernodeck.payments.models import IntentStatus, PaymentIntent, PollCursor, Transfer
 from tests.factories import make_order
 from tests.loopback import LoopbackServer
-from tests.payments.chains.test_poll_cursors import PagedNode
+from tests.payments.chains.test_poll_cursors import SOLID_MS, PagedNode, TimedTronGrid
 from tests.payments.esplora_chain import EsploraChain
 from tests.payments.test_watching import btc_intent
 
@@ -138,3 +138,29 @@ def test_solana_reads_the_recipient_until_its_cursor_and_matches_each_reference(
     assert Transfer.objects.get(txid=node.signatures[recipient][0]["signature"]).reference == (
         second.solana_reference
     )
+
+
+def test_tron_second_pass_asks_from_the_stored_cursor_and_finds_the_payment(
+    configured, fresh_rates, settings
+):
+    order = make_order()
+    intent = services.payment_intent_create_for_order(
+        order=order, method_code="usdt-tron", actor=order.owner
+    )
+    with LoopbackServer() as server:
+        grid = TimedTronGrid(server, address=intent.address)
+        settings.KERNODECK_TRON_API_URL = server.url
+        watching.watch_network("tron")
+        [(key, position)] = PollCursor.objects.filter(network="tron").values_list(
+            "key", "position"
+        )
+        assert key == intent.address
+
+        before = len(server.requests)
+        grid.pay_usdt(1, SOLID_MS + 1_000, amount=intent.amount_units)
+        watching.watch_network("tron")
+        lists = [r for r in server.requests[before:] if r.path.startswith("/v1/accounts/")]
+
+    assert [r.query.get("min_timestamp") for r in lists] == [position, position]
+    assert PaymentIntent.objects.get(pk=intent.pk).status != IntentStatus.PENDING
+    assert Transfer.objects.get().txid == f"{1:064x}"

@@ -42,10 +42,11 @@ def tron_head(number: int, ms: int = SOLID_MS) -> dict:
 
 
 class TimedTronGrid:
-    """TronGrid's two lists of OURS, honouring min_timestamp and paging by fingerprint
+    """TronGrid's two lists of `address`, honouring min_timestamp and paging by fingerprint
     (`page` items a page, newest first), and the transaction infos."""
 
-    def __init__(self, loopback, page: int = 200):
+    def __init__(self, loopback, page: int = 200, address: str = OURS):
+        self.address = address
         self.trx: list[dict] = []
         self.trc20: list[dict] = []
         self.infos: dict[str, dict] = {}
@@ -62,10 +63,9 @@ class TimedTronGrid:
             "/wallet/gettransactioninfobyid",
             handler=lambda r: (200, {}, self.infos.get(r.json()["value"], {})),
         )
-        loopback.route("GET", f"/v1/accounts/{OURS}/transactions", handler=self.lister("trx"))
-        loopback.route(
-            "GET", f"/v1/accounts/{OURS}/transactions/trc20", handler=self.lister("trc20")
-        )
+        base = f"/v1/accounts/{address}/transactions"
+        loopback.route("GET", base, handler=self.lister("trx"))
+        loopback.route("GET", f"{base}/trc20", handler=self.lister("trc20"))
 
     def lister(self, name: str):
         def answer(request):
@@ -86,12 +86,14 @@ class TimedTronGrid:
         item["block_timestamp"] = ms
         self.trx.append(item)
 
-    def pay_usdt(self, n: int, ms: int, *, indexed: bool = True) -> None:
-        item = trc20_item(txid(n), value=str(5_000_000 + n))
+    def pay_usdt(self, n: int, ms: int, *, indexed: bool = True, amount: int | None = None):
+        amount = 5_000_000 + n if amount is None else amount
+        item = trc20_item(txid(n), value=str(amount), to=self.address)
         item["block_timestamp"] = ms
         self.trc20.append(item)
         if indexed:
-            self.infos[txid(n)] = tx_info(txid(n), TRX_HEIGHT, [(USDT, OURS, 5_000_000 + n)])
+            events = [(USDT, self.address, amount)]
+            self.infos[txid(n)] = tx_info(txid(n), TRX_HEIGHT, events)
 
 
 def lists_asked(loopback, after: int = 0) -> list[dict]:
