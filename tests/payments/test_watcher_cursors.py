@@ -42,23 +42,27 @@ def cursors() -> dict[str, str]:
     return dict(PollCursor.objects.filter(network="bitcoin").values_list("key", "position"))
 
 
-def test_an_idle_address_costs_its_counters_and_a_payment_after_the_cursor_is_found(
+def test_a_settled_address_costs_its_counters_and_a_payment_after_the_cursor_is_found(
     configured, fresh_rates, server, chain
 ):
     intent = btc_intent()
     counters, history = f"/address/{intent.address}", f"/address/{intent.address}/txs"
+    assert paths_of_a_pass(server) == ["/blocks/tip/height", history]  # never paid
+    assert cursors() == {}
 
-    assert paths_of_a_pass(server) == ["/blocks/tip/height", counters, history]
+    first = chain.pay(intent.address, intent.amount_units // 2)
+    chain.mine(at=clock.now(), count=13)  # deeper than the reorg depth: settled
+    assert paths_of_a_pass(server) == ["/blocks/tip/height", history, counters]
     stored = cursors()
     assert list(stored) == [intent.address]
 
     assert paths_of_a_pass(server) == ["/blocks/tip/height", counters]  # nothing moved
     assert cursors() == stored
 
-    txid = chain.pay(intent.address, intent.amount_units)
+    second = chain.pay(intent.address, intent.amount_units - intent.amount_units // 2)
     assert paths_of_a_pass(server) == ["/blocks/tip/height", counters, history]
     assert PaymentIntent.objects.get(pk=intent.pk).status == IntentStatus.DETECTED
-    assert Transfer.objects.get().txid == txid
+    assert set(Transfer.objects.values_list("txid", flat=True)) == {first, second}
     assert cursors() != stored
 
 

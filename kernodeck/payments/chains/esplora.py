@@ -168,24 +168,38 @@ class EsploraAdapter:
         (GET /address/:address: chain_stats and mempool_stats, a digest of which is its
         cursor) are those of its cursor: no transaction came, went or changed there. The
         watcher gives no cursor for an address with a transfer it must still re-check
-        (unconfirmed, or within REORG_DEPTH blocks), so those are read in full each pass."""
+        (unconfirmed, or within REORG_DEPTH blocks), so those are read in full each pass.
+
+        An address without a cursor has its history read; only one with a history then
+        has its counters read, and they become its cursor only where they count the
+        transactions read (nothing came in between). An address never paid costs its
+        (empty) history each pass, which is as cheap as its counters."""
         addresses = list(dict.fromkeys(target.address for target in targets))
         with new_client() as client:
             self._check_chain(client)
             tip = self._tip(client)
 
-            def poll(address: str) -> tuple[str | None, list[dict] | None]:
-                # The counters first, the history after: whatever arrives in between is
-                # in the history, and changes the counters the next pass compares. An API
-                # that does not answer them has the history read (never a skip).
+            def counters(address: str) -> tuple[str | None, int | None]:
+                # An API that does not answer them has the history read (never a skip).
                 try:
-                    digest = self._counters(client, address)
+                    return self._counters(client, address)
                 except ChainError as exc:
                     logger.debug("%s: no counters of %s (%s)", self.network, address, exc)
-                    digest = None
-                if digest is not None and cursors.get(address) == digest:
-                    return digest, None
-                return digest, self._history(client, address)
+                    return None, None
+
+            def poll(address: str) -> tuple[str | None, list[dict] | None]:
+                if address in cursors:
+                    # The counters first, the history after: whatever arrives in between
+                    # is in the history, and changes the counters the next pass compares.
+                    digest, _count = counters(address)
+                    if digest is not None and cursors[address] == digest:
+                        return digest, None
+                    return digest, self._history(client, address)
+                history = self._history(client, address)
+                if not history:
+                    return None, history
+                digest, count = counters(address)
+                return (digest if count == len(history) else None), history
 
             polled = each_concurrently(poll, addresses, workers=self.concurrency)
         transfers: dict[tuple[str, int], ObservedTransfer] = {}
@@ -206,15 +220,19 @@ class EsploraAdapter:
             complete=frozenset(complete),
         )
 
-    def _counters(self, client: httpx.Client, address: str) -> str:
-        """A digest of the address's chain_stats and mempool_stats (GET /address/:address)."""
+    def _counters(self, client: httpx.Client, address: str) -> tuple[str, int]:
+        """A digest of the address's chain_stats and mempool_stats (GET /address/:address),
+        and the number of transactions they count."""
         body = self._get(client, f"/address/{quote(address, safe='')}")
         body = body if isinstance(body, dict) else {}
         stats = {name: body.get(name) for name in ("chain_stats", "mempool_stats")}
         if not all(isinstance(value, dict) for value in stats.values()):
             raise ChainError(f"{self.network}: /address/{address} has no transaction counters")
+        counts = [value.get("tx_count") for value in stats.values()]
+        if not all(isinstance(count, int) and not isinstance(count, bool) for count in counts):
+            raise ChainError(f"{self.network}: /address/{address} has no transaction counts")
         text = json.dumps(stats, sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()[:32]
+        return hashlib.sha256(text.encode()).hexdigest()[:32], sum(counts)
 
     def scan_blocks(
         self,

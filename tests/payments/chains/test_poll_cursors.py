@@ -326,3 +326,31 @@ def test_esplora_reads_every_page_of_a_moved_address(loopback, sleeps):
 
     assert sorted(t.amount_base for t in result.transfers) == [10_000 + n for n in range(30)]
     assert any("/txs/chain/" in r.path for r in loopback.requests)
+
+
+def test_esplora_an_address_never_paid_costs_its_history_only(loopback, sleeps):
+    EsploraChain(loopback, at=MINED)
+    adapter = EsploraAdapter("bitcoin", loopback.url, sleep=sleeps.append)
+
+    result = adapter.scan_since([WatchTarget(ADDRESS)], cursors={})
+
+    assert [r.path for r in loopback.requests] == ["/blocks/tip/height", f"/address/{ADDRESS}/txs"]
+    assert (result.cursors, result.complete) == ({}, {ADDRESS})
+
+
+def test_esplora_counters_that_count_other_transactions_are_no_cursor(loopback, sleeps):
+    chain = EsploraChain(loopback, at=MINED)
+    chain.pay(ADDRESS, 50_000)
+    chain.mine(at=MINED)
+    stats = {"tx_count": 2, "funded_txo_count": 2, "funded_txo_sum": 1, "spent_txo_count": 0}
+    idle = {**stats, "tx_count": 0}
+    # One more came between the history and the counters: they are not the cursor.
+    loopback.route(
+        "GET", f"/address/{ADDRESS}", json_body={"chain_stats": stats, "mempool_stats": idle}
+    )
+    adapter = EsploraAdapter("bitcoin", loopback.url, sleep=sleeps.append)
+
+    result = adapter.scan_since([WatchTarget(ADDRESS)], cursors={})
+
+    assert [t.amount_base for t in result.transfers] == [50_000]
+    assert result.cursors == {}
