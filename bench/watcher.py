@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The chain watcher's benchmark: one Bitcoin pass over N open payment instructions.
+"""The chain watcher's benchmark: one pass over N open payment instructions.
 
-    python3 bench/watcher.py [--intents 1000 10000 20000] [--modes address block] [--repeat 3]
+    python3 bench/watcher.py [--intents 1000 10000 20000] [--modes address block solana]
+                             [--repeat 3]
 
 Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres) and uses ./.venv (run
 `python3 dev.py test --version` once to create it). It creates a scratch database
@@ -13,9 +14,13 @@ block and times a `watching.watch_network("bitcoin")` pass, `--repeat` times (th
 is shown; in block mode, after the pass that polls the new intents once). It prints a markdown
 table per mode: open intents, pass seconds, HTTP requests, SQL statements, peak RSS of the pass's
 process (MiB: Django, the intents loaded, the answers), and how much the pass grows when the
-open intents double. Modes: `address` polls each address (KERNODECK_WATCH_BLOCK_SCAN=off),
-`block` scans the new block against the watched addresses (the default). Every figure is
-from this run on this machine.
+open intents double. Modes: `address` polls each address (KERNODECK_WATCH_BLOCK_SCAN=off;
+from its cursor: its counters, and its history only when they moved), `block` scans the new
+block against the watched addresses (the default), `solana` polls N open SOL instructions by
+reference through the shared recipient's signatures since its cursor (the same server
+answers Solana JSON-RPC: one new signature per block, touching the recipient, paying none of
+ours). Every mode has one untimed pass after the intents are created (its cursors, the
+block scan's first poll). Every figure is from this run on this machine.
 
 `report(argv) -> str` runs the same and returns the text (for bench/run.py).
 """
@@ -35,10 +40,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = ROOT / ".venv" / "bin" / "python"
-DATABASE = "kernodeck_bench_watcher"
-REDIS_DB = "13"
+# Another scratch database and Redis db where two runs share a server.
+DATABASE = os.environ.get("KERNODECK_BENCH_WATCHER_DATABASE", "kernodeck_bench_watcher")
+REDIS_DB = os.environ.get("KERNODECK_BENCH_WATCHER_REDIS_DB", "13")
 BLOCK_TXS = 500  # transactions in each mined block, none of them ours (20 pages of 25)
 FIRST_HEIGHT = 800_000
+RECIPIENT = "2BygESGGedZ2UCjRAHdatCtXqh3LPb5otEdfYxKsFcd1"  # a valid key: the settings check it
+IDLE_STATS = {
+    "funded_txo_count": 0,
+    "funded_txo_sum": 0,
+    "spent_txo_count": 0,
+    "spent_txo_sum": 0,
+    "tx_count": 0,
+}
 CHILD_TIMEOUT = 300  # seconds for one N (creation and the timed pass)
 
 
@@ -54,6 +68,8 @@ class _Chain:
         self.requests = 0
 
     def block_hash(self, height: int) -> str:
+        if height == 0:  # the adapter checks the chain by its genesis block: mainnet's
+            return "000000000019d6689c085ae165831e934ff763ae46a2a6c172b3f1b60a8ce26f"
         return f"{height:064x}"
 
     def tx(self, height: int, index: int) -> dict:
@@ -99,7 +115,59 @@ class _Chain:
             return 200, [self.tx(number, i) for i in range(start, min(start + 25, BLOCK_TXS))]
         if re.fullmatch(r"/address/[0-9a-z]+/txs", path):
             return 200, []
+        if match := re.fullmatch(r"/address/([0-9a-z]+)", path):
+            return 200, {
+                "address": match[1],
+                "chain_stats": IDLE_STATS,
+                "mempool_stats": IDLE_STATS,
+            }
         return 404, f"no route for {path}"
+
+    def signature(self, height: int) -> str:
+        return "S" + str(height).replace("0", "z").rjust(80, "1")
+
+    def rpc(self, call: dict) -> dict:
+        """Solana JSON-RPC: one signature per block touches the recipient (no lamports)."""
+        with self.lock:
+            self.requests += 1
+            height = self.height
+        method, params = call["method"], call["params"]
+        if method == "getSlot":
+            result = height
+        elif method == "getSignaturesForAddress" and params[0] == RECIPIENT:
+            options = params[1]
+            newest = height
+            if "before" in options:
+                newest = self.slot_of(options["before"]) - 1
+            oldest = self.slot_of(options["until"]) + 1 if "until" in options else FIRST_HEIGHT
+            slots = range(newest, max(oldest, newest - options["limit"] + 1) - 1, -1)
+            result = [
+                {
+                    "signature": self.signature(slot),
+                    "slot": slot,
+                    "err": None,
+                    "memo": None,
+                    "blockTime": int(time.time()),
+                    "confirmationStatus": "finalized",
+                }
+                for slot in slots
+            ]
+        elif method == "getSignaturesForAddress":
+            result = []
+        elif method == "getTransaction":
+            keys = ["GWFQp9mjJep2jhtZ7nvttEmkRYLRwEDxWGxurademQ46", RECIPIENT]
+            result = {
+                "slot": self.slot_of(params[0]),
+                "blockTime": int(time.time()),
+                "transaction": {"message": {"accountKeys": keys}},
+                "meta": {"err": None, "preBalances": [10, 5], "postBalances": [9, 5]},
+            }
+        else:
+            return {"jsonrpc": "2.0", "id": call["id"], "error": {"code": -32601}}
+        return {"jsonrpc": "2.0", "id": call["id"], "result": result}
+
+    def slot_of(self, signature: str) -> int:
+        return int(signature[1:].lstrip("1").replace("z", "0"))
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -113,6 +181,15 @@ class _Handler(BaseHTTPRequestHandler):
         kind = "text/plain" if isinstance(body, str) else "application/json"
         self.send_response(status)
         self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        call = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        data = json.dumps(self.chain.rpc(call)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -132,26 +209,25 @@ def serve_esplora(port_file: str) -> None:
 # -- one child process per N: create, mine, time one pass ------------------------------------
 
 
-def child_create(intents: int) -> None:
+def child_create(intents: int, network: str = "bitcoin") -> None:
     import django
 
     django.setup()
-    from django.conf import settings
     from django.db import connection
 
     from kernodeck.payments import watching
 
-    _bulk_create_intents(intents)
+    _bulk_create_intents(intents, network)
     with connection.cursor() as cursor:
         # Statistics, as autovacuum keeps them in a real database (a bulk insert outruns it).
         cursor.execute("ANALYZE payments_paymentintent")
-    if settings.KERNODECK_WATCH_BLOCK_SCAN:
-        # New intents are polled once by the next pass (a mempool transaction may have
-        # been read before they existed): that pass is not the steady state measured.
-        watching.watch_network("bitcoin")
+    # New intents are polled once by the next pass (block scan: a mempool transaction may
+    # have been read before they existed; polling: their cursors start): that pass is not
+    # the steady state measured.
+    watching.watch_network(network)
 
 
-def child_pass(intents: int, esplora_url: str, repeat: int) -> None:
+def child_pass(intents: int, esplora_url: str, repeat: int, network: str = "bitcoin") -> None:
     """Mine a block and time a pass, `repeat` times; the median pass is reported (a process
     of its own: its peak RSS is the passes')."""
     import django
@@ -175,7 +251,7 @@ def child_pass(intents: int, esplora_url: str, repeat: int) -> None:
         statements.clear()
         with connection.execute_wrapper(count):
             began = time.perf_counter()
-            report = watching.watch_network("bitcoin")
+            report = watching.watch_network(network)
             seconds = time.perf_counter() - began
         after = httpx.get(f"{esplora_url}/_count").json()["requests"]
         assert "error" not in report, report
@@ -198,9 +274,10 @@ def child_pass(intents: int, esplora_url: str, repeat: int) -> None:
     )
 
 
-def _bulk_create_intents(wanted: int) -> None:
-    """Open BTC top-up instructions up to `wanted`, made in bulk (the services would take
-    minutes for 20 000, and the pass is what is measured)."""
+def _bulk_create_intents(wanted: int, network: str = "bitcoin") -> None:
+    """Open BTC (or SOL, by reference to one recipient) top-up instructions up to
+    `wanted`, made in bulk (the services would take minutes for 20 000, and the pass is
+    what is measured)."""
     from datetime import timedelta
     from decimal import Decimal
 
@@ -217,7 +294,8 @@ def _bulk_create_intents(wanted: int) -> None:
     owner = User.objects.filter(email="watcher-bench@kernodeck.test").first()
     if owner is None:
         owner = User.objects.create_user("watcher-bench@kernodeck.test", None)
-    method = PaymentMethod.objects.get(code="btc-bitcoin")
+    solana = network == "solana"
+    method = PaymentMethod.objects.get(code="sol-solana" if solana else "btc-bitcoin")
     now = clock.now()
     for start in range(have, wanted, 2000):
         numbers = range(start, min(start + 2000, wanted))
@@ -230,8 +308,9 @@ def _bulk_create_intents(wanted: int) -> None:
                 topup=topup,
                 owner=owner,
                 method=method,
-                chain="bitcoin",
-                address=f"bc1qbench{n:030d}",
+                chain=network,
+                address=RECIPIENT if solana else f"bc1qbench{n:030d}",
+                solana_reference=f"BenchRef{n:036d}" if solana else None,
                 wallet_fingerprint="bench",
                 derivation_index=n,
                 amount_base=Decimal(103_093 + n),
@@ -266,7 +345,8 @@ def environment(esplora_url: str, mode: str) -> dict[str, str]:
             "KERNODECK_LITECOIN_ESPLORA_URL": "",
             "KERNODECK_ETHEREUM_RPC_URL": "",
             "KERNODECK_TRON_API_URL": "",
-            "KERNODECK_SOLANA_RPC_URL": "",
+            "KERNODECK_SOLANA_RPC_URL": esplora_url if mode == "solana" else "",
+            "KERNODECK_SOLANA_RECIPIENT": RECIPIENT,
             "KERNODECK_WATCH_BLOCK_SCAN": "on" if mode == "block" else "off",
         }
     )
@@ -290,18 +370,22 @@ def run_child(env: dict[str, str], *args: str) -> dict | None:
         [str(PYTHON), __file__, *args],
         env=env,
         cwd=ROOT,
-        check=True,
         capture_output=True,
         text=True,
         timeout=CHILD_TIMEOUT,
     )
+    if out.returncode:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{out.stderr[-3000:]}")
     lines = out.stdout.strip().splitlines()
     return json.loads(lines[-1]) if lines else None
 
 
-def measure(env: dict[str, str], intents: int, esplora_url: str, repeat: int = 1) -> dict:
-    run_child(env, "--create", str(intents))
-    return run_child(env, "--pass", str(intents), esplora_url, str(repeat))
+def measure(
+    env: dict[str, str], intents: int, esplora_url: str, repeat: int = 1, mode: str = "block"
+) -> dict:
+    network = "solana" if mode == "solana" else "bitcoin"
+    run_child(env, "--create", str(intents), network)
+    return run_child(env, "--pass", str(intents), esplora_url, str(repeat), network)
 
 
 def start_esplora() -> tuple[subprocess.Popen, str]:
@@ -342,18 +426,26 @@ def report(argv: list[str]) -> str:
     parser.add_argument("--intents", type=int, nargs="+", default=[1000, 10000, 20000])
     parser.add_argument("--repeat", type=int, default=3, help="timed passes per N (median)")
     parser.add_argument(
-        "--modes", nargs="+", choices=["address", "block"], default=["address", "block"]
+        "--modes",
+        nargs="+",
+        choices=["address", "block", "solana"],
+        default=["address", "block", "solana"],
     )
     args = parser.parse_args(argv)
     server, url = start_esplora()
     try:
-        sections = [f"machine: {os.cpu_count()} cores; loopback Esplora in its own process"]
+        load = " ".join(f"{value:.2f}" for value in os.getloadavg())
+        sections = [
+            f"machine: {os.cpu_count()} cores, load average at start {load}; "
+            "loopback Esplora (and Solana RPC) in its own process"
+        ]
         for mode in args.modes:
             env = environment(url, mode)
             prepare_database(env)
-            measure(env, 0, url)  # the first pass: the chain's state row, the block cursor
-            rows = [measure(env, n, url, args.repeat) for n in sorted(args.intents)]
-            sections.append(table(mode, rows))
+            measure(env, 0, url, mode=mode)  # the first pass: the chain's state, cursors
+            rows = [measure(env, n, url, args.repeat, mode) for n in sorted(args.intents)]
+            load = " ".join(f"{value:.2f}" for value in os.getloadavg())
+            sections.append(table(mode, rows) + f"\nload average after the mode: {load}")
         return "\n\n".join(sections)
     finally:
         server.terminate()
@@ -364,9 +456,9 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve-esplora":
         serve_esplora(sys.argv[2])
     elif len(sys.argv) > 1 and sys.argv[1] == "--create":
-        child_create(int(sys.argv[2]))
+        child_create(int(sys.argv[2]), sys.argv[3])
     elif len(sys.argv) > 1 and sys.argv[1] == "--pass":
-        child_pass(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+        child_pass(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5])
     else:
         print(report(sys.argv[1:]))
 

@@ -9,8 +9,8 @@
 It answers what the adapters read, in the shapes of tests/samples/esplora and the
 Esplora API document: /blocks/tip/height, /blocks/tip/hash, /block-height/:height,
 /block/:hash, /block/:hash/txs/:start_index (25 a page, no status), /mempool/txids,
-/tx/:txid, /address/:address/txs (50 mempool + 25 confirmed, newest first) and
-/address/:address/txs/chain/:last_seen_txid.
+/tx/:txid, /address/:address (its counters), /address/:address/txs (50 mempool + 25
+confirmed, newest first) and /address/:address/txs/chain/:last_seen_txid.
 """
 
 import hashlib
@@ -124,6 +124,13 @@ class EsploraChain:
         if match := re.fullmatch(r"/tx/([0-9a-f]{64})", path):
             found = self._find(match[1])
             return (200, found) if found else (404, "Transaction not found")
+        if match := re.fullmatch(r"/address/([0-9a-z]+)", path):
+            confirmed = [tx for block in self.blocks for tx in block["txs"]]
+            return 200, {
+                "address": match[1],
+                "chain_stats": _stats(confirmed, match[1]),
+                "mempool_stats": _stats(list(self.mempool.values()), match[1]),
+            }
         if match := re.fullmatch(r"/address/([0-9a-z]+)/txs(?:/chain/([0-9a-f]{64}))?", path):
             address, last_seen = match[1], match[2]
             confirmed = [
@@ -167,3 +174,16 @@ class EsploraChain:
 
 def _pays(tx: dict, address: str) -> bool:
     return any(output["scriptpubkey_address"] == address for output in tx["vout"])
+
+
+def _stats(txs: list[dict], address: str) -> dict:
+    """Esplora's counters of an address (what GET /address/:address answers), for its
+    transactions among `txs` (none spend here)."""
+    outputs = [o for tx in txs for o in tx["vout"] if o["scriptpubkey_address"] == address]
+    return {
+        "tx_count": sum(_pays(tx, address) for tx in txs),
+        "funded_txo_count": len(outputs),
+        "funded_txo_sum": sum(o["value"] for o in outputs),
+        "spent_txo_count": 0,
+        "spent_txo_sum": 0,
+    }

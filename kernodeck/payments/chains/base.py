@@ -217,6 +217,23 @@ class ScanResult:
             raise ChainError("a scan returned something that is not an observed transfer")
 
 
+@dataclass
+class PollScan(ScanResult):
+    """A scan since per-key cursors (`scan_since`): where each key's next scan resumes
+    (`cursors`, key -> position; only keys whose position is known), and the addresses
+    whose whole window since their cursor was read (`complete`): a stored, not yet final
+    transfer there that the scan did not report left the chain; elsewhere nothing is judged."""
+
+    cursors: dict = field(default_factory=dict)
+    complete: frozenset = frozenset()
+
+    def __post_init__(self):
+        super().__post_init__()
+        for key, position in self.cursors.items():
+            _check_text(key, "cursor key", longest=ADDRESS_MAX)
+            _check_text(position, f"cursor of {key}", longest=TXID_MAX)
+
+
 def scan_checked(
     adapter: "ChainAdapter", targets: Sequence[WatchTarget], *, cursor: int | None = None
 ) -> ScanResult:

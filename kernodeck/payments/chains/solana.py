@@ -17,6 +17,10 @@ What the watcher un-counts: every pass polls the open instructions' keys and the
 and a stored transfer that is not final and no longer listed (its fork was dropped), or
 listed with an error, is marked disappeared (payments.watching); a signature listed whose
 transaction this node does not serve yet is `undecided` instead (judged on a later scan).
+
+`scan_since` reads one signature list per recipient instead, `until` the newest finalized
+signature a pass fully processed: every payment to the recipient lists it, so a pass costs
+the new signatures, not the number of open payments.
 """
 
 import logging
@@ -29,6 +33,7 @@ import httpx
 from kernodeck.payments.chains.base import (
     ChainError,
     ObservedTransfer,
+    PollScan,
     ScanResult,
     WatchTarget,
     json_int,
@@ -41,6 +46,10 @@ logger = logging.getLogger(__name__)
 COMMITMENT = "confirmed"
 MAX_LAMPORTS = 2**64 - 1  # balances are u64 on chain
 SIGNATURES_LIMIT = 100  # newest signatures per watched key; a reference sees one or two
+MAX_SIGNATURE_PAGES = 10  # pages of the recipient's signatures read since its cursor
+# The cursor of a recipient whose whole list was read and held nothing finalized yet (no
+# signature to run `until`; never one itself: base58 has no 0): its list is read whole.
+FROM_THE_START = "0"
 
 
 class SolanaAdapter:
@@ -84,6 +93,89 @@ class SolanaAdapter:
         return ScanResult(
             transfers=list(transfers.values()), tip=tip, undecided=frozenset(undecided)
         )
+
+    def scan_since(self, targets: Sequence[WatchTarget], *, cursors: dict) -> PollScan:
+        """What `scan` reports, from one signature list per recipient instead of one per
+        reference: every SOL payment to the recipient lists it, whatever its reference.
+        The list runs `until` the recipient's cursor (paged with `before`); the new cursor
+        is the newest finalized signature below which every listed one was processed. A
+        recipient without a cursor yet also has its targets' references read (as `scan`
+        does), since its own list may not reach back to the oldest open payment."""
+        references = {target.reference for target in targets if target.reference}
+        recipients = sorted({target.address for target in targets})
+        transfers: dict[str, ObservedTransfer] = {}
+        fetched: dict[str, Any] = {}
+        positions, complete, undecided = {}, set(), set()
+        with new_client() as client:
+            tip = _int(self._call(client, "getSlot", [{"commitment": COMMITMENT}]), "slot")
+
+            def credit(entry: dict, target: WatchTarget) -> bool:
+                """Report the entry's credit to `target`; False if it could not be read."""
+                signature = entry["signature"]
+                if signature in transfers or entry.get("err") is not None:
+                    return True
+                if signature not in fetched:
+                    fetched[signature] = self._transaction(client, signature)
+                if fetched[signature] is None:
+                    undecided.add(signature)
+                    return False
+                transfer = _credit(fetched[signature], entry, target, references, tip)
+                if transfer is not None:
+                    transfers[signature] = transfer
+                return True
+
+            for recipient in recipients:
+                until = cursors.get(recipient)
+                if until is None:
+                    for target in targets:
+                        if target.address == recipient and target.reference:
+                            for entry in self._signatures(client, target.reference):
+                                credit(entry, target)
+                start = None if until == FROM_THE_START else until
+                entries, whole = self._signatures_until(client, recipient, start)
+                position = until if until is not None or not whole else FROM_THE_START
+                moving = whole or until is None  # a cut list keeps its cursor
+                for entry in reversed(entries):  # oldest first
+                    read = credit(entry, WatchTarget(recipient))
+                    moving = moving and read and entry.get("confirmationStatus") == "finalized"
+                    if moving:
+                        position = entry["signature"]
+                if whole:
+                    complete.add(recipient)
+                if position is not None:
+                    positions[recipient] = position
+        return PollScan(
+            transfers=list(transfers.values()),
+            tip=tip,
+            undecided=frozenset(undecided),
+            cursors=positions,
+            complete=frozenset(complete),
+        )
+
+    def _signatures_until(
+        self, client: httpx.Client, key: str, until: str | None
+    ) -> tuple[list[dict], bool]:
+        """The signatures of `key` newer than `until` (all of them when None, up to
+        MAX_SIGNATURE_PAGES pages), newest first, and whether the list was read to its end."""
+        options: dict = {"limit": SIGNATURES_LIMIT, "commitment": COMMITMENT}
+        if until is not None:
+            options["until"] = until
+        entries: list[dict] = []
+        for _ in range(MAX_SIGNATURE_PAGES):
+            page = self._call(client, "getSignaturesForAddress", [key, options])
+            if not isinstance(page, list) or not all(
+                isinstance(entry, dict) and isinstance(entry.get("signature"), str)
+                for entry in page
+            ):
+                raise ChainError(f"solana: getSignaturesForAddress({key}) is not a signature list")
+            entries.extend(page)
+            if len(page) < SIGNATURES_LIMIT:
+                return entries, True
+            options = {**options, "before": page[-1]["signature"]}
+        logger.warning(
+            "solana: stopped reading the signatures of %s after %d pages", key, len(entries)
+        )
+        return entries, False
 
     def _call(self, client: httpx.Client, method: str, params: list) -> Any:
         return rpc_call(

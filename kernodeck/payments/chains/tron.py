@@ -22,6 +22,9 @@ longer be reversed (POST /walletsolidity/getnowblock); then, per address, its in
 Lists come newest first, 200 a page, following `meta.fingerprint` (never `links.next`, which
 names api.trongrid.io whatever the base URL) for at most MAX_PAGES pages. Zero-amount
 transfers (address-poisoning spam) are skipped. `cursor` is not used.
+`scan_since` reads the same lists from each address's cursor on (`min_timestamp`, a block
+time in ms that stays CURSOR_MARGIN_MS before the solidified head's), so a pass over idle
+addresses reads empty lists and looks up no transaction it read before.
 """
 
 import logging
@@ -39,6 +42,7 @@ from kernodeck.payments.chains.base import (
     AMOUNT_COLUMN_MAX,
     ChainError,
     ObservedTransfer,
+    PollScan,
     ScanResult,
     WatchTarget,
     json_int,
@@ -57,6 +61,9 @@ TRANSFER_TOPIC = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3
 _TOKEN_ID = re.compile(r"[0-9A-Za-z]{1,64}")  # a TRC-10 token id ("1002000")
 _HEX_ADDRESS = re.compile(r"41[0-9a-f]{40}")
 _DIGITS = re.compile(r"[0-9]{1,78}")  # a uint256 has at most 78 decimal digits
+# A cursor stays this far (ms) before the solidified head's time: what TronGrid's index may
+# not show yet, or what is not solidified, is read again on the next pass.
+CURSOR_MARGIN_MS = 10 * 60 * 1000
 _FINGERPRINT_MAX = 512  # TronGrid's paging token: a short base64-like string
 
 
@@ -124,6 +131,56 @@ class TronAdapter:
             undecided=frozenset(scan.undecided),
         )
 
+    def scan_since(self, targets: Sequence[WatchTarget], *, cursors: dict) -> PollScan:
+        """What `scan` reports, reading of each address only the items from its cursor on
+        (`min_timestamp`: a block time in ms). A new cursor is CURSOR_MARGIN_MS before the
+        solidified head's time (what can still change or still be indexed is read again),
+        never past a listed transaction the node lacks yet, and unchanged where a list was
+        cut at MAX_PAGES; such an address is not `complete`."""
+        addresses = list(dict.fromkeys(target.address for target in targets))
+        positions, complete = {}, set()
+        with new_client() as client:
+            solidified, solid_ms = self._head_and_time(client, "/walletsolidity/getnowblock")
+            tip = self._head(client, "/wallet/getnowblock")
+            scan = _Scan(self, client, tip=tip, solidified=solidified)
+            for address in addresses:
+                since = _cursor_ms(cursors.get(address))
+                quoted, hex_address = quote(address), to_hex_address(address)
+                native = self._pages(client, f"/v1/accounts/{quoted}/transactions", since)
+                items, native_whole = _read(native)
+                for item in items:
+                    scan.native(item, address, hex_address)
+                tokens = self._pages(client, f"/v1/accounts/{quoted}/transactions/trc20", since)
+                items, tokens_whole = _read(tokens)
+                scan.unindexed = []
+                scan.tokens(items, address)
+                if not (native_whole and tokens_whole):
+                    if since is not None:
+                        positions[address] = str(since)
+                    continue
+                complete.add(address)
+                position = solid_ms - CURSOR_MARGIN_MS
+                for at in scan.unindexed:
+                    position = min(position, at if _is_int(at) else since or 0)
+                positions[address] = str(max(position, 0))
+        return PollScan(
+            transfers=list(scan.transfers.values()),
+            tip=scan.tip,
+            undecided=frozenset(scan.undecided),
+            cursors=positions,
+            complete=frozenset(complete),
+        )
+
+    def _head_and_time(self, client: httpx.Client, path: str) -> tuple[int, int]:
+        """A head's block number and its block time in ms."""
+        body = self._post(client, path, {})
+        header = body.get("block_header")
+        raw = header.get("raw_data") if isinstance(header, dict) else {}
+        raw = raw if isinstance(raw, dict) else {}
+        number = json_int(raw.get("number"), f"tron: {path} block number")
+        unix_time(raw.get("timestamp"), f"tron: {path} block time", milliseconds=True)
+        return number, raw["timestamp"]
+
     def _post(self, client: httpx.Client, path: str, payload: dict) -> dict:
         body = post_json(
             f"{self.base_url}{path}",
@@ -148,9 +205,12 @@ class TronAdapter:
         number = raw.get("number") if isinstance(raw, dict) else None
         return json_int(number, f"tron: {path} block number")
 
-    def _pages(self, client: httpx.Client, path: str) -> Iterator[dict]:
-        """The items of a v1 list, page after page."""
+    def _pages(self, client: httpx.Client, path: str, since: int | None = None) -> Iterator[dict]:
+        """The items of a v1 list, page after page (from block time `since`, in ms, on);
+        its return value says whether the list was read to its end."""
         params = {"only_to": "true", "limit": str(PAGE_SIZE)}
+        if since is not None:
+            params["min_timestamp"] = str(since)
         for _ in range(MAX_PAGES):
             body = get_json(
                 f"{self.base_url}{path}",
@@ -169,13 +229,14 @@ class TronAdapter:
             yield from data
             fingerprint = meta.get("fingerprint") if isinstance(meta, dict) else None
             if not fingerprint:
-                return
+                return True
             if not isinstance(fingerprint, str) or len(fingerprint) > _FINGERPRINT_MAX:
                 raise ChainError(f"{path}: the paging fingerprint is not a short text")
             params = {**params, "fingerprint": fingerprint}
         logger.warning(
             "tron: stopped reading %s after %d pages; older items unread", path, MAX_PAGES
         )
+        return False
 
 
 class _Scan:
@@ -189,6 +250,7 @@ class _Scan:
         self.infos: dict[str, dict] = {}
         # Listed transactions the node did not know yet: not judged gone this scan.
         self.undecided: set[str] = set()
+        self.unindexed: list = []  # block times of listed transactions the node lacks yet
         self.transfers: dict[tuple[str, int], ObservedTransfer] = {}
 
     def native(self, item: dict, address: str, hex_address: str) -> None:
@@ -272,6 +334,7 @@ class _Scan:
                 # Not on the node yet: a later scan indexes it from its logs; until then a
                 # stored transfer of it is not taken for gone (the watcher's `undecided`).
                 self.undecided.add(txid)
+                self.unindexed.append(listed[0][0].get("block_timestamp"))
                 continue
             height = json_int(info.get("blockNumber"), f"tron: blockNumber of {txid}")
             receipt = info.get("receipt")
@@ -368,6 +431,21 @@ class _Scan:
             failed=failed,
             final=height is not None and height <= self.solidified,
         )
+
+
+def _read(pages: Iterator[dict]) -> tuple[list[dict], bool]:
+    """The items of `_pages`, and whether it read the list to its end."""
+    items = []
+    while True:
+        try:
+            items.append(next(pages))
+        except StopIteration as stop:
+            return items, bool(stop.value)
+
+
+def _cursor_ms(position: str | None) -> int | None:
+    """A stored Tron cursor (a block time in ms), or None when there is none usable."""
+    return int(position) if position and position.isdigit() and len(position) < 16 else None
 
 
 def _token_and_amount(item: dict) -> tuple[str, int]:

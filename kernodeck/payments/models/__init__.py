@@ -25,6 +25,7 @@ from kernodeck.payments.models.transfers import (
     TRANSFER_AMOUNT_MAX,
     ChainState,
     MempoolMemory,
+    PollCursor,
     Transfer,
     TransferKind,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "MempoolMemory",
     "PaymentIntent",
     "PaymentMethod",
+    "PollCursor",
     "Purpose",
     "Rate",
     "Resolution",

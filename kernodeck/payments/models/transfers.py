@@ -179,3 +179,30 @@ class MempoolMemory(models.Model):
 
     def __str__(self):
         return f"{self.network}: {len(bytes(self.seen)) // 8} mempool transactions seen"
+
+
+class PollCursor(models.Model):
+    """Where address polling resumes for one watched key of a network (a Tron address, the
+    Solana recipient, a Bitcoin or Litecoin address): what the chain API answered up to a
+    point every later pass can start from, so a pass asks only for what can have changed.
+
+    Kept in the database like MempoolMemory (cron's `watch_chains --once` and the workers
+    share it). `position` is the adapter's own spelling: a block timestamp in milliseconds
+    (Tron), a signature (Solana), a digest of the address's counters (Esplora). It only
+    moves past what a pass fully processed and what can no longer change (solidified,
+    finalized, deeper than the reorg depth), and only once the pass applied what it saw."""
+
+    network = models.CharField(max_length=16, verbose_name=_("network"))
+    key = models.CharField(max_length=100, verbose_name=_("watched key"))
+    position = models.CharField(max_length=100, verbose_name=_("position"))
+    updated_at = models.DateTimeField(verbose_name=_("updated at"))
+
+    class Meta:
+        verbose_name = _("poll cursor")
+        verbose_name_plural = _("poll cursors")
+        constraints = [
+            models.UniqueConstraint(fields=["network", "key"], name="payments_pollcursor_unique")
+        ]
+
+    def __str__(self):
+        return f"{self.network} {self.key} at {self.position}"

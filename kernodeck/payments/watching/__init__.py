@@ -17,6 +17,8 @@ One module per step, every name callers use re-exported here (`watching.watch_al
 - `scanning`: the watched intents and their targets, the address-polling scan, chain
   health (steps 1 to 3);
 - `blocks`: the block scan (new blocks and mempool instead of polling every address);
+- `cursors`: address polling from per-key cursors (PollCursor), asking only what can
+  have changed;
 - `storing`: transfers stored, classified, de-duplicated, marked disappeared;
 - `reconciling`: one intent's outcome recomputed and applied, the allocator called.
 

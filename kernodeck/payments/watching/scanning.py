@@ -26,6 +26,7 @@ from kernodeck.payments.models import (
     Transfer,
     TransferKind,
 )
+from kernodeck.payments.watching import cursors as poll_cursors
 from kernodeck.payments.watching.storing import (
     transfers_mark_disappeared,
     transfers_store,
@@ -207,8 +208,13 @@ def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
     intents = watched_rows(network, now=now)
     late_due = _late_poll_due(state, now)
     follows_blocks = getattr(adapter, "follows_blocks", False)
-    polled = [i for i in intents if follows_blocks or late_due or _polled_every_pass(i, now)]
+    since = poll_cursors.polls_since(adapter)
+    # Solana's `scan_since` reads the shared recipient once, whatever the number of targets:
+    # every watched reference is given, so each payment is matched by the one it carries.
+    every = follows_blocks or late_due or (since and network == "solana")
+    polled = [i for i in intents if every or _polled_every_pass(i, now)]
     cursor = state.cursor if state else None
+    stored = poll_cursors.cursors_load(network) if since else {}
     try:
         # Network I/O, no lock held; every value is checked before anything is stored.
         if not follows_blocks and not late_due:
@@ -227,6 +233,8 @@ def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
                 balances=late_due,
             )
             result = checked_scan(adapter, targets, raw)
+        elif since:
+            result = poll_cursors.scan_since(network, adapter, targets, polled, state, stored)
         else:
             result = scan_checked(adapter, targets, cursor=cursor)
     except ChainError as exc:
@@ -249,8 +257,20 @@ def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
         touched |= unexplained_balances_record(
             network, result.balances, intents, block=result.balances_at
         )
+    elif since:
+        # Read from a cursor: only where the whole window since it was read can a stored
+        # transfer that was not reported be gone (the cursor never passes what can change).
+        touched |= transfers_mark_disappeared(
+            network=network,
+            addresses=addresses & result.complete,
+            seen_keys=seen_keys,
+            undecided=result.undecided,
+        )
+        touched |= poll_cursors.confirmations_follow_tip(
+            network, addresses - result.complete, tip=result.tip, now=now
+        )
     else:
-        # Esplora, TronGrid and Solana report an address's whole recent history each time.
+        # An adapter without cursors reports an address's whole recent history each time.
         # A transaction the API listed but could not describe yet (TronGrid's node has no
         # info for it, a Solana node does not serve it yet) is `undecided`: not gone.
         touched |= transfers_mark_disappeared(
@@ -279,4 +299,16 @@ def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
             "polled": len(polled),
             "transfers": len(result.transfers),
         },
+        remember=(
+            (
+                lambda: poll_cursors.cursors_save(
+                    network,
+                    stored,
+                    result.cursors,
+                    prune={i.address for i in intents} if late_due else None,
+                )
+            )
+            if since
+            else None
+        ),
     )
