@@ -10,6 +10,7 @@ import pytest
 from kernodeck.core import clock
 from kernodeck.orders.models import PaymentState
 from kernodeck.payments import services, watching
+from kernodeck.payments.chains import solana
 from kernodeck.payments.chains.tron import to_hex_address
 from kernodeck.payments.models import IntentException, IntentStatus, PaymentIntent, Transfer
 from tests.factories import make_offer, make_order
@@ -171,7 +172,7 @@ def test_solana_payment_allocated_before_finalized_then_failed_is_a_reversed_cas
     assert Transfer.objects.get().disappeared_at is not None
 
 
-def test_solana_payment_of_an_unpolled_reference_is_not_judged_by_the_recipient_list(
+def test_solana_payment_is_not_judged_gone_by_a_recipient_list_cut_before_its_cursor(
     configured, fresh_rates, settings, loopback
 ):
     settings.KERNODECK_WATCH_LATE_INTERVAL = 10**6  # the late poll is not due below
@@ -182,11 +183,16 @@ def test_solana_payment_of_an_unpolled_reference_is_not_judged_by_the_recipient_
     assert PaymentIntent.objects.get(pk=paid.pk).status == IntentStatus.ALLOCATED
 
     # Past its expiry it is polled only on the late interval; another payment is open, so
-    # the pass reads the shared recipient, whose newest signatures no longer include it.
+    # the pass reads the shared recipient, whose list is busier than the pages a pass reads
+    # back to the recipient's cursor: the newest signatures no longer include it, and the
+    # list was not read to its cursor, so nothing at the recipient is judged.
     clock.freeze(paid.expires_at + timedelta(minutes=1))
     watching.watch_network("solana")  # nothing to poll: the network's health only
     intent_for("sol-solana")
-    node.signatures[paid.address] = []
+    node.signatures[paid.address] = [
+        signature_entry(f"sigBusy{n:0>57}", 2000 + n, status="confirmed")
+        for n in range(solana.SIGNATURES_LIMIT)
+    ]
     watching.watch_network("solana")
 
     assert Transfer.objects.get().disappeared_at is None
