@@ -21,6 +21,8 @@ def main() -> None:
         headers = {}
         if request.get("token"):
             headers["HTTP_AUTHORIZATION"] = f"Bearer {request['token']}"
+        if request.get("cookie"):
+            headers["HTTP_COOKIE"] = request["cookie"]
         call = getattr(client, request.get("method", "get"))
 
         def send(path, call=call, headers=headers, request=request):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Kernodeck's benchmark: the production server under load, side by side with a trivial view.
 
-    python3 bench/run.py [--duration 10] [--connections 16] [--orders 100]
+    python3 bench/run.py [--duration 10] [--connections 16] [--orders 100] [--runs 3]
                          [--skip-watcher] [--skip-growth] [--growth-scale 1.0]
                          [--database kernodeck_bench] [--redis-db 14]
 
@@ -31,6 +31,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -192,8 +193,12 @@ def wrk(url: str, *, duration: int, connections: int, script: str | None = None)
     }
 
 
-def lua_script(folder: Path, name: str, *, method="GET", body=None, token=None) -> str:
+def lua_script(
+    folder: Path, name: str, *, method="GET", body=None, token=None, cookie=None
+) -> str:
     lines = [f'wrk.method = "{method}"']
+    if cookie:
+        lines.append(f'wrk.headers["Cookie"] = {json.dumps(cookie)}')
     if body is not None:
         lines.append(f"wrk.body = {json.dumps(json.dumps(body))}")
         lines.append('wrk.headers["Content-Type"] = "application/json"')
@@ -205,7 +210,7 @@ def lua_script(folder: Path, name: str, *, method="GET", body=None, token=None) 
 
 
 def payments_script(
-    folder: Path, *, orders: list[list[str]], methods: list[str], threads: int
+    folder: Path, *, orders: list[list[str]], methods: list[str], threads: int, name="payments"
 ) -> str:
     """A wrk script where each request asks for instructions for the next unused order, with
     its owner's token: thread t of n takes orders t, t + n, t + 2n, … (an order pays once).
@@ -233,7 +238,7 @@ function request()
   }}, order[3])
 end
 """
-    path = folder / "payments.lua"
+    path = folder / f"{name}.lua"
     path.write_text(script)
     return str(path)
 
@@ -281,6 +286,9 @@ def main() -> int:
         help="payment methods the instructions use in turn, comma-separated (default: "
         "btc-bitcoin, one chain: every request takes the same address counter)",
     )
+    parser.add_argument(
+        "--runs", type=int, default=1, help="load every row N times; then the medians and targets"
+    )
     parser.add_argument("--database", default=DATABASE, help="scratch database (dropped first)")
     parser.add_argument("--redis-db", type=int, default=REDIS_DB, help="Redis database (flushed)")
     options = parser.parse_args()
@@ -296,7 +304,7 @@ def main() -> int:
     env = environment(port, database=options.database, redis_db=options.redis_db)
     print(f"seeding {options.database} ({options.orders} orders) …", flush=True)
     # Enough fresh orders for instructions at 1 000/s, and two for counting queries.
-    seed = prepare_database(env, options.orders, 1000 * options.duration + 2)
+    seed = prepare_database(env, options.orders, 1000 * options.duration * options.runs + 2)
     workers = options.workers or min(2 * (os.cpu_count() or 1) + 1, 12)
     server = start_server(env, port, workers)
     base = f"http://127.0.0.1:{port}"
@@ -304,8 +312,18 @@ def main() -> int:
     quote = {"offer": seed["offer"], "days": 7, "units": 2, "preparation": "pytorch"}
     cases = [
         ("trivial JSON view (baseline)", "/bench/trivial", None, {"path": "/bench/trivial"}),
+        ("GET / (home)", "/", None, {"path": "/"}),
         ("GET /gpus/ (catalog page)", "/gpus/", None, {"path": "/gpus/"}),
         ("GET /api/v1/offers", "/api/v1/offers", None, {"path": "/api/v1/offers"}),
+        (
+            "GET /gpus/<offer>/ (configurator)",
+            f"/gpus/{seed['offer']}/",
+            None,
+            {"path": f"/gpus/{seed['offer']}/"},
+        ),
+        ("GET /faq/", "/faq/", None, {"path": "/faq/"}),
+        ("GET /guides/", "/guides/", None, {"path": "/guides/"}),
+        ("GET /sizing/", "/sizing/", None, {"path": "/sizing/"}),
         (
             "POST /api/v1/quotes",
             "/api/v1/quotes",
@@ -319,23 +337,32 @@ def main() -> int:
             {"path": "/api/v1/orders", "token": seed["token"]},
         ),
     ]
+    for i, (name, path, cookie) in enumerate(seed["pages"]):  # signed in: a session cookie
+        script = lua_script(folder, f"page{i}", cookie=cookie)
+        cases.append((name, path, script, {"path": path, "cookie": cookie}))
     # Two orders of one customer for counting queries (warm, then measured); wrk gets the rest.
     warm, counted = [
         order for order in seed["pay_orders"] if order[1] == seed["pay_orders"][0][1]
     ][:2]
     to_pay = [order for order in seed["pay_orders"] if order not in (warm, counted)]
     payments_path = f"/api/v1/orders/{counted[0]}/payments"
+    share = len(to_pay) // options.runs  # each run pays orders of its own (an order pays once)
+    paying = [
+        payments_script(
+            folder,
+            orders=to_pay[k * share : (k + 1) * share],
+            methods=options.pay_methods.split(","),
+            threads=WRK_THREADS,
+            name=f"payments{k}",
+        )
+        for k in range(options.runs)
+    ]
     cases.append(
         (
             f"POST payment instructions, {options.pay_clients} clients"
             + ("" if options.pay_methods == "btc-bitcoin" else " (mixed)"),
             payments_path,
-            payments_script(
-                folder,
-                orders=to_pay,
-                methods=options.pay_methods.split(","),
-                threads=WRK_THREADS,
-            ),
+            paying[0],
             {
                 "path": payments_path,
                 "warm_path": f"/api/v1/orders/{warm[0]}/payments",
@@ -362,38 +389,98 @@ def main() -> int:
             )
         )
 
-    load_start = os.getloadavg()
+    runs = []  # per run: (its rows, ratio to /healthz by row)
     try:
         queries = count_queries(env, [case[3] for case in cases])
-        print("loading /healthz and the raw WSGI hello-world …", flush=True)
-        load_floors()
-        results = []
-        # The trivial view is loaded again after every endpoint: on a shared machine the
-        # load drifts within a run, so each ratio compares with the baselines around it.
-        baselines = []  # the trivial view's req/s: its own row, then after each endpoint
-        for i, ((name, path, script, _), n_queries) in enumerate(zip(cases, queries, strict=True)):
-            print(f"loading {name} …", flush=True)
-            figures = wrk(
-                base + path,
-                duration=options.duration,
-                connections=connections.get(name, options.connections),
-                script=script,
-            )
-            results.append((name, figures, n_queries))
-            if i > 0:
+        for run_number in range(1, options.runs + 1):
+            load_start = os.getloadavg()
+            if options.runs > 1:
+                print(f"run {run_number} of {options.runs}", flush=True)
+            for figures in floors.values():
+                figures.clear()
+            print("loading /healthz and the raw WSGI hello-world …", flush=True)
+            load_floors()
+            results = []
+            # The trivial view is loaded again after every endpoint: on a shared machine the
+            # load drifts within a run, so each ratio compares with the baselines around it.
+            baselines = []  # the trivial view's req/s: its own row, then after each endpoint
+            rows = enumerate(zip(cases, queries, strict=True))
+            for i, ((name, path, script, _), n_queries) in rows:
+                print(f"loading {name} …", flush=True)
                 figures = wrk(
-                    base + cases[0][1],
+                    base + path,
                     duration=options.duration,
-                    connections=options.connections,
+                    connections=connections.get(name, options.connections),
+                    script=paying[run_number - 1] if name in connections else script,
                 )
-            baselines.append(figures["rps"])
-        print("loading /healthz and the raw WSGI hello-world again …", flush=True)
-        load_floors()
-        memory = memory_per_process(server)
+                results.append((name, figures, n_queries))
+                if i > 0:
+                    figures = wrk(
+                        base + cases[0][1],
+                        duration=options.duration,
+                        connections=options.connections,
+                    )
+                baselines.append(figures["rps"])
+            print("loading /healthz and the raw WSGI hello-world again …", flush=True)
+            load_floors()
+            memory = memory_per_process(server)
+            runs.append(
+                print_run(results, baselines, floors, load_start, options, env, memory, workers)
+            )
     finally:
         for process in (server, hello):
             os.killpg(process.pid, signal.SIGTERM)
             process.wait(timeout=30)
+    if options.runs > 1:
+        print_summary(runs)
+    others(options)
+    return 0
+
+
+# Issue 27's targets: a row's ratio to /healthz in the same run (median over runs), or
+# req/s where the target is a rate. Each row is matched by the start of its name.
+TARGETS = [
+    ("GET / (home)", "ratio", 0.50),
+    ("GET /gpus/ (catalog", "ratio", 0.50),
+    ("GET /api/v1/offers", "ratio", 0.50),
+    ("POST /api/v1/quotes", "ratio", 0.50),
+    ("GET /gpus/<offer>/", "ratio", 0.25),
+    ("GET /faq/", "ratio", 0.25),
+    ("GET /guides/", "ratio", 0.25),
+    ("GET /sizing/", "ratio", 0.25),
+    ("GET /orders/<reference>/", "ratio", 0.10),
+    ("GET /api/v1/orders,", "ratio", 0.10),
+    ("GET /backoffice/", "ratio", 0.05),
+    ("GET /balance/", "ratio", 0.05),
+    ("POST payment instructions", "req/s", 200),
+]
+
+
+def print_summary(runs: list[dict]) -> None:
+    """Each row's median over the runs, against its target."""
+    print()
+    print(f"## Median of {len(runs)} runs, against the targets")
+    print()
+    print("| what | req/s (median) | /healthz ratio (median) | runs | target | holds? |")
+    print("|---|---:|---:|---|---|---|")
+    for name in runs[0]:
+        if name.startswith(("GET /healthz", "raw WSGI", "trivial")):
+            continue
+        rps = statistics.median(run[name][0] for run in runs)
+        ratio = statistics.median(run[name][1] for run in runs)
+        each = ", ".join(f"{run[name][1]:.3f}" for run in runs)
+        target = next((t for t in TARGETS if name.startswith(t[0])), None)
+        if target is None:
+            wanted, holds = "-", "-"
+        elif target[1] == "ratio":
+            wanted, holds = f"≥ {target[2]:.2f}", "yes" if ratio >= target[2] else "no"
+        else:
+            wanted, holds = f"≥ {target[2]}/s", "yes" if rps >= target[2] else "no"
+        print(f"| {name} | {rps:.0f} | {ratio:.3f} | {each} | {wanted} | {holds} |")
+
+
+def print_run(results, baselines, floors, load_start, options, env, memory, workers) -> dict:
+    """Print one run's table; return each row's req/s and ratio to /healthz."""
     load_end = os.getloadavg()
 
     print()
@@ -441,8 +528,7 @@ def main() -> int:
         f"workers recycled after {env.get('KERNODECK_WEB_MAX_REQUESTS') or 'the default'} requests"
     )
     print(f"memory (RSS, MiB): master {memory[0]}, workers {', '.join(map(str, memory[1:]))}")
-    others(options)
-    return 0
+    return {name: (f["rps"], f["rps"] / floor["/healthz"]) for name, f, _ in results}
 
 
 def others(options) -> None:

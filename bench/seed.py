@@ -1,7 +1,13 @@
 """Load the benchmark's data into the configured database and print what the load needs.
 
 Run by bench/run.py with DJANGO_SETTINGS_MODULE=bench.settings. Prints one JSON line:
-{"token": ..., "offer": ..., "orders": N, "pay_orders": [[reference, token], ...]}.
+{"token": ..., "offer": ..., "orders": N, "pay_orders": [[reference, token], ...],
+"pages": [[what, path, cookie], ...]}.
+
+`pages` are the signed-in pages the load reaches with a session cookie: the bench
+customer's order file, and the staff list pages at about 100 rows (bench/staff.py's PAGES,
+on tests/budgets' two data sets, as bench/staff.py seeds them), each with the session of
+who reads it (an operator; the balance statement its customer).
 
 The orders to pay (`pay_orders`, one per POST of payment instructions: an order with live
 instructions refuses new ones) belong, in turn, to PAYERS other customers (each request
@@ -99,9 +105,39 @@ def main(orders: int, pay_orders: int) -> None:
                 "offer": offer.slug,
                 "orders": orders,
                 "pay_orders": to_pay,
+                "pages": _signed_in_pages(customer),
             }
         )
     )
+
+
+def _signed_in_pages(customer) -> list[list[str]]:
+    from django.conf import settings
+    from django.db import transaction
+    from django.test import Client
+
+    from bench.staff import PAGES
+    from kernodeck.orders.models import Order
+    from tests.budgets import data as review_data
+    from tests.budgets import operations_data
+
+    with transaction.atomic():
+        operations = operations_data.build(100)
+        dataset = review_data.build(500)
+
+    def cookie(user) -> str:
+        client = Client(HTTP_HOST="127.0.0.1")
+        client.force_login(user)
+        name = settings.SESSION_COOKIE_NAME
+        return f"{name}={client.cookies[name].value}"
+
+    sessions = {"operator": cookie(dataset.operator), "customer": cookie(dataset.customer)}
+    order = Order.objects.filter(owner=customer).order_by("pk").first()
+    order_file = f"/orders/{order.reference}/"
+    pages = [["GET /orders/<reference>/ (order file)", order_file, cookie(customer)]]
+    for _key, what, path, who in PAGES:
+        pages.append([f"GET {what}", path(operations, dataset), sessions[who]])
+    return pages
 
 
 if __name__ == "__main__":
