@@ -2,7 +2,7 @@
 """The staff list pages in-process at about 100 rows: p50, CPU per request, queries.
 
     python3 bench/staff.py [--requests 30] [--database kernodeck_bench_staff] [--redis-db 14]
-                           [--only desk,review] [--profile 30]
+                           [--only desk,review] [--profile 30] [--html DIR]
 
 Seeds a scratch PostgreSQL database with tests/budgets/operations_data.py's `build(100)`
 (100 rentals on 100 nodes, 100 tickets with their threads, 100 "I can't sign in" requests)
@@ -13,7 +13,8 @@ through Django's test client, and prints per page the rows on it, the median and
 percentile wall time, the process CPU per request (`time.process_time`, which a loaded
 machine disturbs far less than wall time) and the queries of one request, with the load
 average at the start and the end. `--profile N` prints the N functions with the most
-cumulative time over the measured requests of each page (`--only` to choose pages).
+cumulative time over the measured requests of each page (`--only` to choose pages);
+`--html DIR` writes each page as rendered, to compare a page before and after a change.
 """
 
 import argparse
@@ -67,6 +68,7 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated page keys")
     parser.add_argument("--profile", type=int, default=0, help="print the top N functions")
     parser.add_argument("--reuse", action="store_true", help="keep the seeded database")
+    parser.add_argument("--html", default="", help="write each page's HTML into this folder")
     options = parser.parse_args()
     env = environment(free_port(), database=options.database, redis_db=options.redis_db)
     if not options.reuse:
@@ -115,6 +117,9 @@ def main() -> int:
             page = client.get(url)
         assert page.status_code == 200, (url, page.status_code)
         queries = len(captured.captured_queries)  # now: the next requests reset the log
+        if options.html:  # to compare a page before and after a change
+            Path(options.html).mkdir(parents=True, exist_ok=True)
+            (Path(options.html) / f"{key}.html").write_bytes(page.content)
         # Body rows: every <tr> less the header rows (<tr> holding <th> and no <td>).
         rows = sum(
             1 for chunk in ROW.split(page.content)[1:] if b"<td" in chunk.split(b"</tr>", 1)[0]

@@ -4,9 +4,14 @@ Only staff holding `support.answer_ticket` get in; other signed-in people get a 
 anonymous visitors the sign-in page.
 """
 
+import html
+
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.utils.safestring import mark_safe
+from django.utils.timesince import timesince
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts.permissions import has_permissions, permission_required, require_permission
@@ -77,26 +82,91 @@ def inbox(request):
 
 
 def _with_staff_status(tickets):
-    """The tickets with `status_label`, the staff's word for their status, `kind_label`
-    and `case_url` (made once for the page, not with a tag per row)."""
+    """The tickets, each with its row of the inbox as HTML (`row`), made here in one pass:
+    the staff's word for its status, its kind's word and its link made once for the page,
+    not with a tag, a filter and a lookup per cell. Same HTML as the template made."""
     tickets = list(tickets)
     kinds = dict(Kind.choices)
     case_url = link_maker("support_staff:ticket")
+    labels = {
+        key: _escape(text)
+        for key, text in (
+            ("waiting", _("Waiting since")),
+            ("subject", _("Subject")),
+            ("kind", _("Kind")),
+            ("order", _("Order")),
+            ("customer", _("Customer")),
+            ("status", _("Status")),
+            ("messages", _("Messages")),
+        )
+    }
+    now = timezone.now()
     for ticket in tickets:
-        ticket.status_label = STAFF_STATUS_LABELS[ticket.status]
-        ticket.kind_label = kinds.get(ticket.kind, ticket.kind)
-        ticket.case_url = case_url(ticket.pk)
+        order = (
+            f'<code class="ref">{_escape(ticket.order.reference)}</code>' if ticket.order else "—"
+        )
+        ticket.row = mark_safe(  # noqa: S308 - every value in it is escaped
+            "<tr>\n"
+            f'      <td data-label="{labels["waiting"]}">'
+            f"{_waiting_since(ticket.last_customer_at, now)}</td>\n"
+            f'      <td data-label="{labels["subject"]}"><a href="{_escape(case_url(ticket.pk))}">'
+            f"{_escape(ticket.subject)}</a></td>\n"
+            f'      <td data-label="{labels["kind"]}">'
+            f"{_escape(kinds.get(ticket.kind, ticket.kind))}</td>\n"
+            f'      <td data-label="{labels["order"]}">{order}</td>\n'
+            f'      <td data-label="{labels["customer"]}">{_escape(ticket.owner.email)}</td>\n'
+            f'      <td data-label="{labels["status"]}"><span class="badge">'
+            f"{_escape(STAFF_STATUS_LABELS[ticket.status])}</span></td>\n"
+            f'      <td class="num" data-label="{labels["messages"]}">'
+            f"{_escape(ticket.message_count)}</td>\n"
+            "    </tr>"
+        )
     return tickets
 
 
 def _with_links(items, url_name: str, statuses: dict):
-    """The rows with `case_url` and `status_label`, made once for the page."""
+    """The sign-in requests, each with its row of the inbox as HTML (`row`), made once for
+    the page like the tickets'."""
     items = list(items)
     case_url = link_maker(url_name)
+    labels = {
+        key: _escape(text)
+        for key, text in (
+            ("waiting", _("Waiting since")),
+            ("email", _("Email")),
+            ("name", _("Name")),
+            ("status", _("Status")),
+        )
+    }
+    now = timezone.now()
     for item in items:
-        item.case_url = case_url(item.pk)
-        item.status_label = statuses.get(item.status, item.status)
+        item.row = mark_safe(  # noqa: S308 - every value in it is escaped
+            "<tr>\n"
+            f'      <td data-label="{labels["waiting"]}">'
+            f"{_waiting_since(item.created_at, now)}</td>\n"
+            f'      <td data-label="{labels["email"]}"><a href="{_escape(case_url(item.pk))}">'
+            f"{_escape(item.email)}</a></td>\n"
+            f'      <td data-label="{labels["name"]}">{_escape(item.name)}</td>\n'
+            f'      <td data-label="{labels["status"]}"><span class="badge">'
+            f"{_escape(statuses.get(item.status, item.status))}</span></td>\n"
+            "    </tr>"
+        )
     return items
+
+
+def _escape(value) -> str:
+    """django.utils.html.escape less its lazy-string wrapper (a cost per call)."""
+    return html.escape(str(value))
+
+
+def _waiting_since(moment, now) -> str:
+    """What `{{ moment|date:"Y-m-d H:i" }} <span …>({{ moment|timesince }})</span>` made."""
+    if not moment:
+        return ' <span class="muted small">()</span>'
+    return (
+        f"{timezone.localtime(moment).strftime('%Y-%m-%d %H:%M')} "
+        f'<span class="muted small">({_escape(timesince(moment, now))})</span>'
+    )
 
 
 @support_staff_required

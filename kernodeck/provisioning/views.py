@@ -5,12 +5,16 @@ showing a rental's access details needs `provisioning.view_access` as well and i
 Every action is a POST with a confirmation box, and a reason where the move needs one.
 """
 
+import html
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.utils.safestring import mark_safe
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 
 from kernodeck.accounts.permissions import permission_required
@@ -327,36 +331,114 @@ def fleet(request):
                 )
                 return redirect("desk:fleet")
         status = 422
-    nodes = list(selectors.nodes_with_slots())
-    # Every node's links, and its live rentals', reversed once for the page.
-    state_url = link_maker("desk:node_state")
-    ssh_url = link_maker("backoffice_nodes:detail")
-    rental_url = link_maker("desk:rental")
-    # And the choices' words, translated once (get_FOO_display hashes every lazy label).
-    states, drivers = dict(NodeState.choices), dict(DriverCode.choices)
-    rental_states = dict(RentalState.choices)
+    nodes = list(selectors.nodes_with_slots(order_fields=("reference", "rental_state", "ends_at")))
+    # Each node's card is made here, in one pass: through the template engine the cards
+    # were some 20 000 variable lookups a page at 100 nodes. Same HTML as the template made.
+    card = _node_card_maker()
     for node in nodes:
-        node.state_url, node.ssh_url = state_url(node.name), ssh_url(node.name)
-        node.state_label = str(states.get(node.state, node.state))
-        node.driver_label = str(drivers.get(node.driver, node.driver))
-        # The template's own message, without a {% blocktranslate count %} per node.
-        node.gpus_words = ngettext(
-            "%(n)s GPU, %(busy)s busy", "%(n)s GPUs, %(busy)s busy", node.gpu_count
-        ) % {"n": node.gpu_count, "busy": node.slots_busy}
-        # The prefetched slots as a list: each `.all()` in the template cloned a queryset.
-        node.slot_list = list(node.slots.all())
-        for slot in node.slot_list:
-            slot.allocation = slot.live[0] if slot.live else None
-            for allocation in slot.live:
-                order = allocation.order
-                allocation.rental_url = rental_url(order.reference)
-                allocation.state_label = rental_states.get(order.rental_state, order.rental_state)
+        node.card = card(node)
     return render(
         request,
         "provisioning/fleet.html",
         {"nodes": nodes, "form": form},
         status=status,
     )
+
+
+def _node_card_maker():
+    """A function giving a node's fleet card as HTML, with the page's links reversed once
+    and its words translated once (get_FOO_display hashes every lazy label)."""
+    state_url = link_maker("desk:node_state")
+    ssh_url = link_maker("backoffice_nodes:detail")
+    rental_url = link_maker("desk:rental")
+    states, drivers = dict(NodeState.choices), dict(DriverCode.choices)
+    rental_states = dict(RentalState.choices)
+
+    def escape(value) -> str:  # django.utils.html.escape less its lazy-string wrapper
+        return html.escape(str(value))
+
+    words = {
+        key: escape(text)
+        for key, text in (
+            ("driver", gettext("driver")),
+            ("health", gettext("health")),
+            ("ok", gettext("ok")),
+            ("change", gettext("Change state")),
+            ("ssh", gettext("SSH: host key, settings, steps")),
+            ("gpu", gettext("GPU")),
+            ("runs", gettext("Runs")),
+            ("until", gettext("Until")),
+            ("free", gettext("free")),
+            ("not_started", gettext("not started")),
+        )
+    }
+    slot_row = (
+        '<tr>\n      <td data-label="{gpu}">{index}{uuid}</td>\n      \n'
+        '      <td data-label="{runs}">{run}</td>\n      <td data-label="{until}">{end}</td>\n'
+        "          </tr>"
+    )
+
+    def minute(moment) -> str:
+        return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M")
+
+    def card(node) -> str:
+        # The prefetched slots as a list: each `.all()` cloned a queryset.
+        node.slot_list = list(node.slots.all())
+        rows = []
+        for slot in node.slot_list:
+            allocation = slot.live[0] if slot.live else None
+            if allocation is None:
+                run, end = f'<span class="muted">{words["free"]}</span>', ""
+            else:
+                order = allocation.order
+                state = rental_states.get(order.rental_state, order.rental_state)
+                run = (
+                    f'<a href="{escape(rental_url(order.reference))}"><code class="ref">'
+                    f"{escape(order.reference)}</code></a> ({escape(state)})"
+                )
+                end = minute(order.ends_at) if order.ends_at else words["not_started"]
+            uuid = f' <code class="small">{escape(slot.uuid)}</code>' if slot.uuid else ""
+            rows.append(
+                slot_row.format(index=escape(slot.index), uuid=uuid, run=run, end=end, **words)
+            )
+        # The template's own message, without a {% blocktranslate count %} per node.
+        gpus = ngettext("%(n)s GPU, %(busy)s busy", "%(n)s GPUs, %(busy)s busy", node.gpu_count)
+        health = ""
+        if node.health_checked_at:
+            checked = node.health if isinstance(node.health, dict) else {}
+            verdict = (
+                words["ok"]
+                if checked.get("ok")
+                else f'<span class="badge bad">{escape(checked.get("detail", ""))}</span>'
+            )
+            health = f"· {words['health']} {verdict} ({minute(node.health_checked_at)})"
+        reason = f" · <em>{escape(node.state_reason)}</em>" if node.state_reason else ""
+        ssh = (
+            f' · <a href="{escape(ssh_url(node.name))}">{words["ssh"]}</a>'
+            if node.driver == "ssh"
+            else ""
+        )
+        name = escape(node.name)
+        badge = "ok" if node.state == "available" else "warn"
+        state = escape(states.get(node.state, node.state))
+        return mark_safe(  # noqa: S308 - every value above is escaped
+            f'<section class="card" id="node-{name}">\n'
+            f"  <h2><code>{name}</code> · {escape(node.offer.gpu_model)} · "
+            f'<span class="badge {badge}">{state}</span></h2>\n'
+            f"  <p>{escape(gpus % {'n': node.gpu_count, 'busy': node.slots_busy})} · SSH "
+            f"<code>{escape(node.host)}:{escape(node.port)}</code> · {words['driver']} "
+            f"{escape(drivers.get(node.driver, node.driver))}{reason}\n"
+            f"  {health}\n"
+            f'  · <a href="{escape(state_url(node.name))}">{words["change"]}</a>{ssh}</p>\n'
+            '  <div class="table-scroll"><table class="stack">\n'
+            f"    <thead><tr><th>{words['gpu']}</th><th>{words['runs']}</th>"
+            f"<th>{words['until']}</th></tr></thead>\n"
+            f"    <tbody>{''.join(rows)}</tbody>\n"
+            "  </table></div>\n"
+            "</section>"
+        )
+
+    return card
 
 
 @permission_required(OPERATE)

@@ -10,10 +10,20 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.mark.parametrize(
-    ("language", "words", "state"),
-    [("en", "2 GPUs, 1 busy", "Available"), ("es", "2 GPU, 1 ocupadas", "Disponible")],
+    ("language", "words", "state", "labels"),
+    [
+        ("en", "2 GPUs, 1 busy", "Available", ['data-label="Runs"', ">Change state</a>"]),
+        (
+            "es",
+            "2 GPU, 1 ocupadas",
+            "Disponible",
+            ['data-label="Ejecuta"', ">Cambiar el estado</a>"],
+        ),
+    ],
 )
-def test_the_fleet_reads_each_node_in_the_visitors_language(client, language, words, state):
+def test_the_fleet_reads_each_node_in_the_visitors_language(
+    client, language, words, state, labels
+):
     data = build(4)
     client.force_login(data.operator)
 
@@ -23,6 +33,8 @@ def test_the_fleet_reads_each_node_in_the_visitors_language(client, language, wo
     html = page.content.decode()
     assert words in html
     assert state in html
+    for label in labels:  # the cards are made in the view now: its words are the template's
+        assert label in html, label
     assert reverse("desk:node_state", args=[data.node.name]) in html
     assert reverse("backoffice_nodes:detail", args=[data.node.name]) in html
     rental = data.node.slots.get(index=0).allocations.get(released_at__isnull=True).order

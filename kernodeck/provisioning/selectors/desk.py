@@ -121,9 +121,14 @@ def desk_rows(orders) -> list[dict]:
     ]
 
 
-def nodes_with_slots():
-    """Every node, with its slots and each slot's live allocation (and that order)."""
+def nodes_with_slots(*, order_fields: tuple[str, ...] = ()):
+    """Every node, with its slots and each slot's live allocation (and that order).
+
+    `order_fields`: read only these of each live rental (the fleet page shows three; a
+    whole order is some 40 columns to load per row), not every column."""
     live = Allocation.objects.filter(released_at__isnull=True).select_related("order")
+    if order_fields:
+        live = live.only("pk", "slot_id", "order_id", *(f"order__{f}" for f in order_fields))
     return (
         Node.objects.select_related("offer")
         .order_by("offer__sort_order", "offer__slug", "name")

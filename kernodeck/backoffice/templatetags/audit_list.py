@@ -1,0 +1,90 @@
+"""The audit list's rows, made in one pass (issue 27).
+
+Django admin's `{% result_list %}` walks `items_for_result` for every cell: a field lookup,
+an empty-value check, `format_html` and the localized date format resolved again for each of
+the page's 100 rows and 5 columns. `{% audit_result_list cl %}` gives the same context and
+the same HTML for the audit trail's columns, with the link, the date format and the empty
+value found once for the page; any other change list (actions, a popup, list_editable,
+other columns) falls back to the admin's own rows.
+"""
+
+from django import template
+from django.contrib.admin.templatetags import admin_list
+from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
+from django.urls import reverse
+from django.utils import dateformat, formats, timezone
+from django.utils.html import conditional_escape
+from django.utils.safestring import mark_safe
+
+register = template.Library()
+
+COLUMNS = ["created_at", "action", "target", "actor", "ip_address"]
+_PLACEHOLDER = "987654321"
+
+
+@register.inclusion_tag("admin/change_list_results.html")
+def audit_result_list(cl):
+    """What the admin's `result_list` returns, with the rows made by `_rows`."""
+    headers = list(admin_list.result_headers(cl))
+    return {
+        "cl": cl,
+        "result_hidden_fields": list(admin_list.result_hidden_fields(cl)),
+        "result_headers": headers,
+        "num_sorted_fields": sum(1 for h in headers if h["sortable"] and h["sorted"]),
+        "results": _rows(cl),
+    }
+
+
+def _rows(cl) -> list:
+    if (
+        list(cl.list_display) != COLUMNS
+        or list(cl.list_display_links or ()) != COLUMNS[:1]
+        or cl.formset
+        or cl.is_popup
+        or cl.to_field
+    ):
+        return list(admin_list.results(cl))
+    admin = cl.model_admin
+    empty = admin.get_empty_value_display()
+    # The change link, reversed and given the page's filters once, the key put in its place.
+    url = reverse(
+        f"admin:{cl.opts.app_label}_{cl.opts.model_name}_change",
+        args=(_PLACEHOLDER,),
+        current_app=admin.admin_site.name,
+    )
+    url = add_preserved_filters({"preserved_filters": cl.preserved_filters, "opts": cl.opts}, url)
+    before, after = (conditional_escape(part) for part in url.split(_PLACEHOLDER, 1))
+    moment_format = formats.get_format("DATETIME_FORMAT")
+
+    def text(value) -> str:
+        """display_for_field / display_for_value of a text column, escaped."""
+        if value is None or (isinstance(value, str) and value.strip() == ""):
+            return empty
+        return conditional_escape(value)
+
+    rows = []
+    for event in cl.result_list:
+        moment = (
+            conditional_escape(
+                dateformat.format(timezone.template_localtime(event.created_at), moment_format)
+            )
+            if event.created_at
+            else empty
+        )
+        cells = [
+            mark_safe(  # noqa: S308 - every value in it is escaped
+                f'<th class="field-created_at nowrap"><a href="{before}{event.pk}{after}">'
+                f"{moment}</a></th>"
+            ),
+            mark_safe(f'<td class="field-action">{text(event.action)}</td>'),  # noqa: S308
+            mark_safe(f'<td class="field-target">{text(admin.target(event))}</td>'),  # noqa: S308
+            mark_safe(  # noqa: S308
+                f'<td class="field-actor nowrap">'
+                f"{empty if event.actor is None else conditional_escape(event.actor)}</td>"
+            ),
+            mark_safe(  # noqa: S308
+                f'<td class="field-ip_address">{text(event.ip_address)}</td>'
+            ),
+        ]
+        rows.append(admin_list.ResultList(None, cells))
+    return rows
