@@ -13,6 +13,7 @@ from tests.factories import make_order
 from tests.loopback import LoopbackServer
 from tests.payments.chains.test_poll_cursors import SOLID_MS, PagedNode, TimedTronGrid
 from tests.payments.esplora_chain import EsploraChain
+from tests.payments.test_watcher_blocks import paths_of_a_pass
 from tests.payments.test_watching import btc_intent
 
 pytestmark = pytest.mark.django_db
@@ -29,13 +30,6 @@ def server(settings):
 @pytest.fixture
 def chain(server):
     return EsploraChain(server, at=clock.now() - timedelta(minutes=10))
-
-
-def paths_of_a_pass(server) -> list[str]:
-    before = len(server.requests)
-    report = watching.watch_network("bitcoin")
-    assert "error" not in report, report
-    return [request.path for request in server.requests[before:]]
 
 
 def cursors() -> dict[str, str]:
