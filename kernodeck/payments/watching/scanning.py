@@ -270,17 +270,13 @@ def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
             network, addresses - result.complete, tip=result.tip, now=now
         )
     else:
-        # An adapter without cursors reports an address's whole recent history each time.
-        # A transaction the API listed but could not describe yet (TronGrid's node has no
-        # info for it, a Solana node does not serve it yet) is `undecided`: not gone.
+        # An adapter without cursors reports an address's whole recent history each time;
+        # a transaction it listed but could not describe yet is `undecided`: not gone.
         touched |= transfers_mark_disappeared(
             network=network,
             addresses=addresses,
             seen_keys=seen_keys,
             undecided=result.undecided,
-            references={t.reference for t in targets if t.reference}
-            if network == "solana"
-            else None,
         )
     rescanned = [i.pk for i in polled if i.rescan_requested_at is not None]
     if rescanned:

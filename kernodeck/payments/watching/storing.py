@@ -278,7 +278,6 @@ def transfers_mark_disappeared(
     seen_keys: set,
     blocks: tuple[int, int] | None = None,
     undecided: frozenset = frozenset(),
-    references: set | None = None,
 ) -> set:
     """Unconfirmed transfers no longer reported at a scanned address were replaced or
     reorganised away: they stop counting (and count again if they come back). Returns the
@@ -287,10 +286,8 @@ def transfers_mark_disappeared(
     `blocks` (a block-window scan, Ethereum): only the transfers in those blocks are
     judged, however many confirmations they have (not final ones): the scan read every
     one of those blocks for every address, so one it did not report is no longer in the
-    chain's blocks. `undecided`: transactions it saw but could not judge yet (no receipt).
-    `references` (Solana, whose intents share one recipient address): a transfer found by
-    its Solana Pay reference is judged only when that reference was scanned; the
-    recipient's own list is the newest signatures only, and does not vouch for it."""
+    chain's blocks. `undecided`: transactions it saw but could not judge yet (no receipt,
+    no transaction info, not served yet)."""
     touched = set()
     # Only transfers at watched addresses can be among them: those of watched intents, and
     # those no intent claimed (read in one query however many addresses were scanned).
@@ -307,8 +304,6 @@ def transfers_mark_disappeared(
         if transfer.address not in addresses or (transfer.txid, transfer.index) in seen_keys:
             continue
         if transfer.txid in undecided:
-            continue
-        if references is not None and transfer.reference and transfer.reference not in references:
             continue
         _transfer_disappeared(transfer)
         if transfer.intent_id is not None:
