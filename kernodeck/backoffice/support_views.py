@@ -4,8 +4,6 @@ Only staff holding `support.answer_ticket` get in; other signed-in people get a 
 anonymous visitors the sign-in page.
 """
 
-import html
-
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
@@ -17,6 +15,7 @@ from django.utils.translation import gettext as _
 from kernodeck.accounts.permissions import has_permissions, permission_required, require_permission
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error
+from kernodeck.core.links import escape_text as _escape
 from kernodeck.core.links import link_maker
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.payments import selectors as payment_selectors
@@ -152,11 +151,6 @@ def _with_links(items, url_name: str, statuses: dict):
             "    </tr>"
         )
     return items
-
-
-def _escape(value) -> str:
-    """django.utils.html.escape less its lazy-string wrapper (a cost per call)."""
-    return html.escape(str(value))
 
 
 def _waiting_since(moment, now) -> str:

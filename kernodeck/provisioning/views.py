@@ -5,8 +5,6 @@ showing a rental's access details needs `provisioning.view_access` as well and i
 Every action is a POST with a confirmation box, and a reason where the move needs one.
 """
 
-import html
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
@@ -21,6 +19,7 @@ from kernodeck.accounts.permissions import permission_required
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error
+from kernodeck.core.links import escape_text as escape
 from kernodeck.core.links import link_maker
 from kernodeck.core.requests import client_ip
 from kernodeck.orders import selectors as order_selectors
@@ -353,9 +352,6 @@ def _node_card_maker():
     rental_url = link_maker("desk:rental")
     states, drivers = dict(NodeState.choices), dict(DriverCode.choices)
     rental_states = dict(RentalState.choices)
-
-    def escape(value) -> str:  # django.utils.html.escape less its lazy-string wrapper
-        return html.escape(str(value))
 
     words = {
         key: escape(text)
