@@ -1,12 +1,12 @@
 """The watch-only wallets this installation is configured with (from settings)."""
 
 import functools
-import re
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from kernodeck.payments import methods
+from kernodeck.payments.chains.base import CONTRACT_FORMATS
 from kernodeck.payments.wallets import WatchOnlyWallet, load_wallets
 
 
@@ -53,7 +53,7 @@ REGTEST_CONTRACT_SETTINGS = {
     "usdt-ethereum": "KERNODECK_ETHEREUM_USDT_CONTRACT",
     "usdc-ethereum": "KERNODECK_ETHEREUM_USDC_CONTRACT",
 }
-_EVM_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+_EVM_ADDRESS = CONTRACT_FORMATS["ethereum"]  # what the watcher accepts from the chain
 
 
 def contract_setting_problems() -> list[str]:
