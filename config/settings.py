@@ -134,6 +134,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # An IntegrityError escaping a page's view (a lost race) is a 409 page, not a 500.
     "kernodeck.core.middleware.ConstraintConflictMiddleware",
+    # Whole public pages for anonymous visitors, served before the view: last, so every
+    # middleware above still runs on a stored copy (core/pagecache.py).
+    "kernodeck.core.pagecache.PageCacheMiddleware",
 ]
 
 # Request bodies: forms and JSON beyond this size answer 413 (file uploads not counted).
@@ -159,6 +162,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.i18n",
                 "kernodeck.core.context_processors.site",
+                "kernodeck.core.context_processors.csrf_placeholder",
             ],
         },
     },
@@ -250,6 +254,12 @@ KERNODECK_ORDER_HOLD_SECONDS = int(os.environ.get("KERNODECK_ORDER_HOLD_SECONDS"
 # The catalog, the offers list and quotes read offers, prices and units free from a cache
 # invalidated by every change; this bounds how late a lapsed hold shows (0: no cache).
 KERNODECK_CATALOG_CACHE_SECONDS = int(os.environ.get("KERNODECK_CATALOG_CACHE_SECONDS", 5))
+# Whole public pages for anonymous visitors, kept per process for at most this many seconds
+# (those with catalog figures follow the catalog cache too; core/pagecache.py). 0: off,
+# the default under KERNODECK_DEBUG so that an edited template shows at once.
+KERNODECK_PAGE_CACHE_SECONDS = int(
+    os.environ.get("KERNODECK_PAGE_CACHE_SECONDS", 0 if DEBUG else 60)
+)
 
 # Provisioning: keys that encrypt delivered secrets (first encrypts, all decrypt, so keys
 # rotate), and the driver class behind each node driver code.

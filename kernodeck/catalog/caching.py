@@ -15,7 +15,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.cache import cache
 
-from kernodeck.core import clock
+from kernodeck.core import clock, pagecache
 
 logger = logging.getLogger(__name__)
 
@@ -75,3 +75,14 @@ def cached(key: str, build):
         except Exception:
             logger.warning("catalog cache: could not store %s", key, exc_info=True)
     return value
+
+
+def shared_page(*, params=()):
+    """`core.pagecache.shared_page` for a page that shows the catalog's figures: its stored
+    copies follow the version (dropped within a second of a bump) and are used for at most
+    KERNODECK_CATALOG_CACHE_SECONDS, as this cache's entries are."""
+    return pagecache.shared_page(
+        params=params,
+        version_key=VERSION_KEY,
+        max_age=lambda: settings.KERNODECK_CATALOG_CACHE_SECONDS,
+    )

@@ -6,6 +6,7 @@ from django.utils.translation import get_language
 from kernodeck.catalog import caching, selectors
 from kernodeck.catalog.forms import CatalogFilterForm, ConfigureForm
 from kernodeck.catalog.quotes import quote_errors
+from kernodeck.core import pagecache
 from kernodeck.core.errors import InvalidInput, ServiceError
 from kernodeck.core.forms import add_service_error
 from kernodeck.orders import selectors as order_selectors
@@ -13,10 +14,12 @@ from kernodeck.orders import selectors as order_selectors
 DEFAULTS = {"days": "7", "units": "1"}
 
 
+@caching.shared_page(params=CatalogFilterForm.base_fields)
 def catalog(request):
     """The catalog. Its content (filters and offers) is the same for every visitor with the
     same language and filters, so it is rendered once into the catalog cache; the layout
-    around it (the visitor's header, the CSRF token) is rendered for each request."""
+    around it (the visitor's header, the CSRF token) is rendered for each request, or for
+    anonymous visitors kept whole (core/pagecache.py), the plain and valid filters only."""
     if not request.GET:
         # The plain catalog, most visitors' page: its form is built only to render it.
         html = caching.cached(
@@ -30,6 +33,7 @@ def catalog(request):
             raw = ":".join(repr(form.data.get(name)) for name in form.fields)
             html = caching.cached(f"page:{get_language()}:{raw}", lambda: _catalog_content(form))
         else:
+            pagecache.decline(request)
             html = _catalog_content(form)  # the errors echo the input: never shared
     return render(request, "catalog/catalog.html", {"content": html})
 
@@ -110,6 +114,9 @@ def _listing_or_404(slug):
         raise Http404 from None
 
 
+# Anonymous visitors share the page (core/pagecache.py); a refused input answers 422,
+# which is never stored.
+@caching.shared_page(params=("days", "units", "preparation"))
 def configure(request, slug):
     listing = _listing_or_404(slug)
     offer = listing.offer

@@ -1,10 +1,11 @@
 from django.shortcuts import render
 
-from kernodeck.core import fragments
+from kernodeck.core import fragments, pagecache
 from kernodeck.guides import faq as faq_content
 from kernodeck.sizing.guides import GUIDE_FOR_FAQ
 
 
+@pagecache.shared_page
 def home(request):
     return render(request, "guides/home.html")
 
@@ -18,6 +19,7 @@ def _faq_context() -> dict:
     return {"sections": sections}
 
 
+@pagecache.shared_page
 def faq(request):
     """The FAQ: its content rendered once per language (core/fragments.py)."""
     content = fragments.rendered("guides/_faq_content.html", _faq_context)

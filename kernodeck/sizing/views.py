@@ -6,7 +6,7 @@ from pathlib import Path
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
-from kernodeck.core import fragments
+from kernodeck.core import fragments, pagecache
 from kernodeck.core.errors import InvalidInput
 from kernodeck.sizing import estimator, guides
 from kernodeck.sizing.charts import PART_LABELS, build_chart
@@ -25,6 +25,7 @@ ENVCHECK = STANDALONE / "envcheck.py"
 EXAMPLES = STANDALONE
 
 
+@pagecache.shared_page  # the empty form only: a submitted one has parameters
 def sizing(request):
     """GET /sizing/: the form, and for a submitted workload its estimate and the offers."""
     submitted = "mode" in request.GET
@@ -65,11 +66,13 @@ def sizing(request):
     return render(request, "sizing/sizing.html", context)
 
 
+@pagecache.shared_page
 def guide_index(request):
     """GET /guides/: every practical guide with its one-line summary."""
     return render(request, "sizing/guides.html", {"guides": list(guides.GUIDES.values())})
 
 
+@pagecache.shared_page
 def guide(request, slug: str):
     page = guides.GUIDES.get(slug)
     if page is None:
