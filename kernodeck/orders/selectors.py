@@ -5,7 +5,7 @@ from django.utils.translation import ngettext
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.catalog.quotes import Quote, quote
 from kernodeck.core.errors import Conflict, NotFound
-from kernodeck.core.selectors import audit_events_for
+from kernodeck.core.selectors import audit_trail_of
 from kernodeck.orders import capacity, timeline
 from kernodeck.orders.models import Order, PaymentState
 
@@ -95,6 +95,22 @@ def orders_page_for(*, owner, offset: int, limit: int) -> tuple[list[Order], int
     return list(orders[offset : offset + limit]), orders.count()
 
 
+def _reference_key(reference) -> str:
+    return str(reference or "").upper()[:16]
+
+
+def order_file_get(*, owner, reference: str) -> Order:
+    """The owner's order row alone for its order file, or NotFound (also when the order
+    belongs to someone else): no join, no ORDER BY (the reference is unique), and
+    `order.owner` is `owner` itself, so reading it costs no query."""
+    rows = Order.objects.filter(owner=owner, reference=_reference_key(reference)).order_by()
+    order = next(iter(rows[:1]), None)
+    if order is None:
+        raise NotFound(_("No order with this reference on your account."))
+    order.owner = owner
+    return order
+
+
 def order_get_for_owner(
     *, owner, reference: str, with_payments: bool = False, with_offer: bool = True
 ) -> Order:
@@ -102,7 +118,7 @@ def order_get_for_owner(
 
     `with_payments` loads its payment instructions too; `with_offer=False` reads the order
     row alone (for a service that locks the order and reads it again)."""
-    orders = Order.objects.filter(owner=owner, reference=str(reference or "").upper()[:16])
+    orders = Order.objects.filter(owner=owner, reference=_reference_key(reference))
     if with_payments:
         orders = orders.prefetch_related(intents_prefetch(Order))
     if with_offer:
@@ -116,5 +132,5 @@ def order_get_for_owner(
 def order_timeline(*, order: Order, staff: bool = False):
     """The audit events of the order, oldest first, in words a customer reads
     (orders/timeline.py); with the operators' bookkeeping too when `staff`."""
-    events = audit_events_for(target_type="orders.order", target_id=order.pk)
+    events = audit_trail_of(target_type="orders.order", target_id=order.pk)
     return timeline.timeline_entries(order=order, events=events, staff=staff)

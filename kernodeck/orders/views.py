@@ -79,13 +79,21 @@ def order_list(request):
     return render(request, "orders/list.html", {"page": page})
 
 
+def _order_file_order(request, reference):
+    try:
+        return selectors.order_file_get(owner=request.user, reference=reference)
+    except NotFound:
+        raise Http404 from None
+
+
 @never_cache  # the order file shows the rental's access and its secret: no cache keeps it
 @login_required
 def detail(request, reference):
-    order = _owned_order(request, reference)
+    order = _order_file_order(request, reference)
     intents = list(payment_selectors.intents_for_order(order=order))
     live = payment_selectors.live_intent(intents)
     rental = provisioning_selectors.rental_overview(order=order)
+    awaiting = order.payment_state == "awaiting_payment"
     # A settled order whose reversed payment an operator asked to be paid again.
     repayment = (
         payment_selectors.repayment_due(intents) if order.payment_state == "settled" else None
@@ -99,13 +107,19 @@ def detail(request, reference):
             "intents": intents,
             "live_intent": live,
             "repayment_usd": payment_selectors.reversed_usd(repayment) if repayment else None,
-            "methods": payment_selectors.methods_overview() if live is None else [],
+            # Read only where the page offers a way to pay (awaiting payment, or paying a
+            # reversed payment again) and no instructions are live: a query each otherwise.
+            "methods": payment_selectors.methods_overview()
+            if live is None and (awaiting or repayment is not None)
+            else [],
             "declared": any(i.declared_at for i in intents),
             "money_seen": payment_selectors.money_seen_among(intents),
             "balance_payment": ledger_selectors.order_balance_payment(order=order)
             if order.payment_state == "settled"
             else None,
-            "balance_available": ledger_selectors.balance_available(account=order.owner),
+            "balance_available": ledger_selectors.balance_available(account=order.owner)
+            if awaiting
+            else None,
             "reminder_banner": notification_selectors.rental_reminder_banner(
                 order=order, viewer=request.user
             ),
@@ -174,7 +188,7 @@ def _follow(order, intents, rental) -> dict:
 def state(request, reference):
     """Polled by the order file (htmx): 204 while nothing changed, else HX-Refresh so the
     page reloads itself with the new state (and without access once the rental ended)."""
-    order = _owned_order(request, reference)
+    order = _order_file_order(request, reference)
     intents = list(payment_selectors.intents_for_order(order=order))
     follow = _follow(order, intents, provisioning_selectors.rental_overview(order=order))
     if request.GET.get("seen") == follow["state"]:
