@@ -371,8 +371,8 @@ def api_token_revoke(*, user: User, token_id: int) -> ApiToken:
     return token
 
 
-_TOKEN = rows.Columns(ApiToken, "t")
-_TOKEN_USER = rows.Columns(User, "u")
+_TOKEN = rows.Columns(ApiToken, "t", epoch_datetimes=True)
+_TOKEN_USER = rows.Columns(User, "u", epoch_datetimes=True)
 
 
 @functools.cache

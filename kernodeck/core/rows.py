@@ -6,26 +6,70 @@ statements that every such request sends are written once, and their rows are tu
 model instances with the same converters the ORM applies (so SQLite's text timestamps and
 decimals come back as the ORM would give them); new rows are written with the values the
 ORM would send (`insert_all`).
+
+On PostgreSQL, Django loads every `timestamptz` with psycopg's pure-Python parser (its
+`BaseTzLoader`), about 8 µs a value: a list of 50 rows with two moments each spends more
+on that than on the rest of its statement. `Columns(..., epoch_datetimes=True)` selects the
+moments as whole microseconds since 1970 instead (an exact `bigint`: `EXTRACT` answers
+`numeric` on PostgreSQL 14 and later, the versions Django 5.2 supports) and makes the same
+aware UTC datetimes of them in Python.
 """
 
 import functools
+from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.db import connection
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _from_epoch_micros(value, expression, conn):
+    return None if value is None else _EPOCH + timedelta(microseconds=value)
 
 
 class Columns:
-    """A model's concrete columns under a table alias, and how to load them."""
+    """A model's concrete columns (or the named ones: `names`, by attribute name) under a
+    table alias, and how to load them (its moments as microseconds on PostgreSQL with
+    `epoch_datetimes`, see above)."""
 
-    def __init__(self, model, alias: str):
+    def __init__(
+        self,
+        model,
+        alias: str,
+        names: tuple[str, ...] | None = None,
+        *,
+        epoch_datetimes: bool = False,
+    ):
         self.model = model
         self.alias = alias
-        self.fields = list(model._meta.concrete_fields)
+        self.epoch_datetimes = epoch_datetimes
+        fields = list(model._meta.concrete_fields)
+        if names is not None:
+            by_name = {field.attname: field for field in fields}
+            fields = [by_name[name] for name in names]
+        self.fields = fields
         self.names = [field.attname for field in self.fields]
         self._converters: dict[str, list] = {}
 
+    def _as_epoch(self, field, conn) -> bool:
+        return (
+            self.epoch_datetimes
+            and field.get_internal_type() == "DateTimeField"
+            and conn.vendor == "postgresql"
+            and settings.USE_TZ
+            and conn.timezone_name == "UTC"
+        )
+
     def sql(self) -> str:
         quote = connection.ops.quote_name
-        return ", ".join(f"{self.alias}.{quote(field.column)}" for field in self.fields)
+        columns = []
+        for field in self.fields:
+            column = f"{self.alias}.{quote(field.column)}"
+            if self._as_epoch(field, connection):
+                column = f"CAST(EXTRACT(EPOCH FROM {column}) * 1000000 AS BIGINT)"
+            columns.append(column)
+        return ", ".join(columns)
 
     def __len__(self) -> int:
         return len(self.fields)
@@ -36,11 +80,31 @@ class Columns:
             converters = []
             for i, field in enumerate(self.fields):
                 column = field.get_col(self.model._meta.db_table)
-                found = conn.ops.get_db_converters(column) + field.get_db_converters(conn)
+                if self._as_epoch(field, conn):
+                    found = [_from_epoch_micros]
+                else:
+                    found = conn.ops.get_db_converters(column) + field.get_db_converters(conn)
                 if found:
                     converters.append((i, column, found))
             self._converters[conn.vendor] = converters
         return converters
+
+    def converter(self, conn=connection):
+        """A function from this model's slice of a row to its values as the ORM would give
+        them, for lists that only read the values (no instance); `tuple` itself where no
+        column needs converting (PostgreSQL's dates and decimals come back as they are)."""
+        found = self._converters_for(conn)
+        if not found:
+            return tuple
+
+        def convert(values) -> list:
+            values = list(values)
+            for i, column, converters in found:
+                for converter in converters:
+                    values[i] = converter(values[i], column, conn)
+            return values
+
+        return convert
 
     def load(self, values, conn=connection):
         """The instance from this model's slice of a row (None when its key is NULL, as

@@ -1,9 +1,16 @@
+import functools
+from datetime import datetime
+from decimal import Decimal
+from typing import NamedTuple
+
+from django.db import connection
 from django.db.models import Prefetch
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.catalog.quotes import Quote, quote
+from kernodeck.core import rows
 from kernodeck.core.errors import Conflict, NotFound
 from kernodeck.core.selectors import audit_trail_of
 from kernodeck.orders import capacity, timeline
@@ -89,10 +96,63 @@ def orders_for(*, owner):
     return Order.objects.filter(owner=owner).order_by("-created_at", "-id")
 
 
-def orders_page_for(*, owner, offset: int, limit: int) -> tuple[list[Order], int]:
-    """One page of the owner's orders, newest first, and how many orders they have."""
-    orders = orders_for(owner=owner)
-    return list(orders[offset : offset + limit]), orders.count()
+class OrderRow(NamedTuple):
+    """An order as the API's list reads it: the columns it shows and the ones that decide
+    its access and reason (`pk`, the states, the dates), no model instance."""
+
+    id: int
+    reference: str
+    offer_slug: str
+    days: int
+    units: int
+    gpus: int
+    preparation: str
+    unit_price_usd: Decimal
+    total_usd: Decimal
+    payment_state: str
+    rental_state: str
+    starts_at: datetime | None
+    ends_at: datetime | None
+    created_at: datetime
+    hold_until: datetime
+    rental_reason: str
+
+    @property
+    def pk(self) -> int:
+        return self.id
+
+
+_ORDER_ROW = rows.Columns(Order, "o", OrderRow._fields, epoch_datetimes=True)
+
+
+@functools.cache
+def _order_rows_statement(vendor: str) -> str:
+    # The column lists come from the model, never from input. The count is the outer side
+    # of a LEFT JOIN, so an offset past the end still answers it (one row, no order).
+    quote = connection.ops.quote_name
+    table = quote(Order._meta.db_table)
+    columns = ", ".join(quote(field.column) for field in _ORDER_ROW.fields)
+    return (
+        f"SELECT c.n, {_ORDER_ROW.sql()} FROM "  # noqa: S608
+        f"(SELECT COUNT(*) AS n FROM {table} WHERE owner_id = %s) c "
+        f"LEFT JOIN (SELECT {columns} FROM {table} WHERE owner_id = %s "
+        "ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s) o ON 1 = 1 "
+        "ORDER BY o.created_at DESC, o.id DESC"
+    )
+
+
+def order_rows_page_for(*, owner, offset: int, limit: int) -> tuple[list[OrderRow], int]:
+    """One page of the owner's orders, newest first (as `orders_for` sorts them), and how
+    many orders they have: one statement, rows without model instances (`OrderRow`)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _order_rows_statement(connection.vendor), [owner.pk, owner.pk, limit, offset]
+        )
+        found = cursor.fetchall()
+    count = found[0][0] if found else 0
+    convert, make = _ORDER_ROW.converter(connection), OrderRow._make
+    page = [make(convert(row[1:])) for row in found if row[1] is not None]
+    return page, count
 
 
 def _reference_key(reference) -> str:

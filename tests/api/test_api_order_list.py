@@ -2,7 +2,7 @@
 schema (PagedOrderOut) renders, with its payments and access, in a fixed number of queries."""
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from ninja.responses import NinjaJSONEncoder
@@ -152,6 +152,130 @@ def test_active_orders_cost_one_query_for_all_their_access(api):
     for n in range(2, 6):
         _activate(make_order(owner=api.user, offer=offer), token=f"tok-{n}")
 
-    # token, count, page, the active orders' deliveries, their nodes (one query for all),
-    # the page's instructions
-    assert two == queries_for_the_list() == 6
+    # token, the page with its count, the active orders' deliveries, their nodes (one
+    # query for all), the page's instructions
+    assert two == queries_for_the_list() == 5
+
+
+def _queries_for(api, path="/api/v1/orders"):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    api.get(path)  # the token's last use is written once a minute
+    with CaptureQueriesContext(connection) as captured:
+        response = api.get(path)
+    assert response.status_code == 200
+    return len(captured.captured_queries), response.json()
+
+
+def _end(order, *, started=True, release_pending=False, node=None, slot=0):
+    """Mark the order settled and ended (refunded when it never started), with an
+    allocation its node has not released yet if asked."""
+    from kernodeck.provisioning.models import Allocation, GpuSlot
+
+    now = clock.now()
+    Order.objects.filter(pk=order.pk).update(
+        payment_state="settled",
+        settled_at=now,
+        rental_state="ended",
+        starts_at=now - timedelta(days=7) if started else None,
+        ends_at=now if started else None,
+        rental_reason="Refunded: no machine." if not started else "Ended on time.",
+    )
+    if release_pending:
+        Allocation.objects.create(
+            order=order,
+            slot=GpuSlot.objects.get(node=node, index=slot),
+            unit=0,
+            allocated_at=now - timedelta(days=7),
+        )
+
+
+def test_ended_orders_cost_one_query_for_all_their_releases(api):
+    from kernodeck.provisioning.selectors import END_BEING_APPLIED
+    from tests.factories import make_ssh_node
+
+    offer = make_offer(units_total=0)
+    node = make_ssh_node(name="list-1", offer=offer, gpu_count=8, host="10.9.0.2")
+    plain = make_order(owner=api.user, offer=offer)
+    without_ended, _ = _queries_for(api)
+    pending = make_order(owner=api.user, offer=offer)
+    _end(pending, release_pending=True, node=node, slot=0)
+    released = make_order(owner=api.user, offer=offer)
+    _end(released)
+    refunded = make_order(owner=api.user, offer=offer)
+    _end(refunded, started=False)
+    two, _ = _queries_for(api)
+    for slot in range(1, 5):
+        _end(make_order(owner=api.user, offer=offer), release_pending=True, node=node, slot=slot)
+    six, page = _queries_for(api)
+
+    # token, the page with its count, the instructions; ended orders: their releases
+    assert (without_ended, two, six) == (3, 4, 4)
+    reasons = {item["reference"]: item["rental_reason"] for item in page["items"]}
+    assert reasons[pending.reference] == str(END_BEING_APPLIED)
+    assert reasons[released.reference] == ""
+    assert reasons[refunded.reference] == "Refunded: no machine."
+    assert reasons[plain.reference] == ""
+    assert page["count"] == 8
+    # Each one as the order's own page says it.
+    for order in (pending, released, refunded, plain):
+        shown = api.get(f"/api/v1/orders/{order.reference}").json()
+        assert shown["rental_reason"] == reasons[order.reference]
+
+
+def test_a_page_past_the_end_still_counts_the_orders(api):
+    offer = make_offer(units_total=10)
+    for _ in range(3):
+        make_order(owner=api.user, offer=offer)
+
+    queries, page = _queries_for(api, "/api/v1/orders?offset=3&limit=2")
+
+    assert page == {"items": [], "count": 3}
+    assert queries == 2  # token, the count (no orders: no instructions to read)
+
+
+def test_the_list_is_only_the_callers_orders_newest_first(api):
+    offer = make_offer(units_total=10)
+    mine = [make_order(owner=api.user, offer=offer) for _ in range(3)]
+    make_order(offer=offer)  # someone else's
+    # Two orders registered in the same instant are listed by id, newest first.
+    Order.objects.filter(pk__in=[mine[1].pk, mine[2].pk]).update(created_at=mine[1].created_at)
+
+    page = api.get("/api/v1/orders?limit=2").json()
+    rest = api.get("/api/v1/orders?offset=2&limit=2").json()
+
+    assert page["count"] == rest["count"] == 3
+    assert [item["reference"] for item in page["items"] + rest["items"]] == [
+        order.reference
+        for order in Order.objects.filter(owner=api.user).order_by("-created_at", "-id")
+    ]
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC),
+        datetime(2026, 3, 1, 12, 0, 0, 999, tzinfo=UTC),
+        datetime(2026, 3, 1, 12, 0, 0, 123999, tzinfo=UTC),
+        datetime(2026, 3, 1, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(1999, 12, 31, 23, 59, 59, 500000, tzinfo=UTC),
+    ],
+)
+def test_moments_read_as_numbers_come_back_to_the_microsecond(api, moment):
+    """On PostgreSQL the list reads its moments as microseconds since 1970 (core/rows.py):
+    the same instants as the ORM's, written the same way, whatever their fraction."""
+    from kernodeck.orders import selectors
+
+    order = make_order(owner=api.user, offer=make_offer(units_total=10))
+    Order.objects.filter(pk=order.pk).update(
+        created_at=moment, hold_until=moment + timedelta(microseconds=1)
+    )
+    order.refresh_from_db()
+
+    (row,), count = selectors.order_rows_page_for(owner=api.user, offset=0, limit=50)
+
+    assert count == 1
+    assert (row.created_at, row.hold_until) == (order.created_at, order.hold_until)
+    assert row.created_at.utcoffset() == timedelta(0)
+    assert api.get("/api/v1/orders").content == _as_the_schema_renders(api)

@@ -64,8 +64,8 @@ ENDPOINTS = [
     ("admin-topups", OPERATOR, lambda d: "/backoffice/ledger/topup/", 6),
     ("admin-tokens", OPERATOR, lambda d: "/backoffice/accounts/apitoken/", 5),
     # API
-    ("api-orders", API, lambda d: "/api/v1/orders", 4),
-    ("api-orders-offset", API, lambda d: "/api/v1/orders?offset=5&limit=100", 4),
+    ("api-orders", API, lambda d: "/api/v1/orders", 3),
+    ("api-orders-offset", API, lambda d: "/api/v1/orders?offset=5&limit=100", 3),
     ("api-order", API, lambda d: f"/api/v1/orders/{d.order.reference}", 3),
     ("api-payment", API, lambda d: f"/api/v1/payments/{d.intent.pk}", 2),
     ("api-balance", API, lambda d: "/api/v1/balance", 3),

@@ -43,6 +43,7 @@ from kernodeck.provisioning.selectors.overview import (
     rental_calendar,
     rental_overview,
     rental_overview_reason,
+    rental_overview_reasons_by_order,
 )
 from kernodeck.provisioning.selectors.specs import (
     allocation_of,
@@ -88,6 +89,7 @@ __all__ = [
     "rental_gpu_use",
     "rental_overview",
     "rental_overview_reason",
+    "rental_overview_reasons_by_order",
     "rental_spec",
     "rentals_for_desk",
     "ssh_key_fingerprints",

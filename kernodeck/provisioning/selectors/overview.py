@@ -220,3 +220,33 @@ def rental_overview_reason(*, order: Order) -> str:
     if order.rental_state == RentalState.ENDED and release_pending(order):
         return str(END_BEING_APPLIED)
     return order.rental_reason if order.rental_state in CUSTOMER_REASON_STATES else ""
+
+
+def rental_overview_reasons_by_order(orders) -> dict[int, str]:
+    """`rental_overview_reason` of each order of a list, by order id: one query for the
+    ended orders' unconfirmed releases (none when no order on the list has ended), not one
+    per order. The orders may be any rows with the order's `pk`, states, `starts_at` and
+    `rental_reason` (`orders.selectors.OrderRow`)."""
+    ended = [
+        order.pk
+        for order in orders
+        if order.rental_state == RentalState.ENDED and not rental_refunded(order)
+    ]
+    pending = set()
+    if ended:
+        pending = set(
+            Allocation.objects.filter(order_id__in=ended, released_at__isnull=True)
+            .values_list("order_id", flat=True)
+            .distinct()
+        )
+    reasons = {}
+    for order in orders:
+        if rental_refunded(order):
+            reasons[order.pk] = order.rental_reason
+        elif order.pk in pending:
+            reasons[order.pk] = str(END_BEING_APPLIED)
+        elif order.rental_state in CUSTOMER_REASON_STATES:
+            reasons[order.pk] = order.rental_reason
+        else:
+            reasons[order.pk] = ""
+    return reasons
