@@ -165,6 +165,39 @@ def test_tron_cursor_stays_before_a_transaction_the_node_lacks_yet(loopback, sle
     assert [t.txid for t in second.transfers] == [txid(3)]
 
 
+def test_tron_reads_addresses_concurrently_and_answers_as_address_after_address(loopback, sleeps):
+    addresses = [OURS] + [tron.to_base58_address(f"41{n:040x}") for n in range(1, 6)]
+    grids = [TimedTronGrid(loopback, address=address) for address in addresses]
+    infos = grids[-1].infos  # the last grid's route answers every lookup
+    for grid in grids:
+        grid.infos = infos
+    grids[0].pay_trx(1, SOLID_MS - 3_600_000)
+    grids[2].pay_usdt(2, SOLID_MS - 60_000)
+    grids[4].pay_usdt(3, SOLID_MS - CURSOR_MARGIN_MS - 5_000, indexed=False)  # not on the node
+    targets = [WatchTarget(address) for address in addresses]
+    cursors = {addresses[3]: str(SOLID_MS - 7_200_000)}
+
+    one = TronAdapter(loopback.url, sleep=sleeps.append).scan_since(targets, cursors=cursors)
+    asked = len(lists_asked(loopback))
+    many = TronAdapter(loopback.url, sleep=sleeps.append, concurrency=4).scan_since(
+        targets, cursors=cursors
+    )
+
+    assert many == one
+    assert [(t.txid, t.address) for t in many.transfers] == [
+        (txid(1), OURS),
+        (txid(2), addresses[2]),
+    ]
+    assert many.undecided == {txid(3)}
+    assert many.cursors[addresses[4]] == str(SOLID_MS - CURSOR_MARGIN_MS - 5_000)
+    assert many.cursors[addresses[0]] == str(SOLID_MS - CURSOR_MARGIN_MS)
+    assert many.complete == set(addresses)
+    assert len(lists_asked(loopback)) == 2 * asked == 2 * 2 * len(addresses)
+    assert [q.get("min_timestamp") for q in lists_asked(loopback, 0)].count(
+        cursors[addresses[3]]
+    ) == 4  # both lists of the address with a cursor, in both scans
+
+
 # -- Solana: the recipient's signatures `until` the cursor -------------------------------
 
 
