@@ -56,11 +56,11 @@ IDLE_STATS = {
 # `flood` mode: this many new mempool transactions (strangers') before each pass, more than
 # the block scan's MEMPOOL_BUDGET; `outage` mode: this many new blocks, more than its
 # MAX_BLOCKS_PER_SCAN. Both made the block scan poll every address before issue 27.
-FLOOD = os.environ.get("KERNODECK_BENCH_WATCHER_FLOOD") == "1"
 FLOOD_TXS = 1500
 OUTAGE_BLOCKS = 7
 BLOCK_MODES = ("block", "outage", "flood")
-CHILD_TIMEOUT = 300  # seconds for one N (creation and the timed pass)
+# Seconds for one N's creation, and for its timed passes.
+CHILD_TIMEOUT = int(os.environ.get("KERNODECK_BENCH_WATCHER_CHILD_TIMEOUT", 300))
 
 
 # -- the loopback Esplora server (its own process: it must not share the watcher's GIL) ----
@@ -73,7 +73,8 @@ class _Chain:
         self.lock = threading.Lock()
         self.height = FIRST_HEIGHT
         self.requests = 0
-        self.flood = 0  # a new set of FLOOD_TXS mempool transactions after each /_mine
+        self.flood = 0  # a new set of `flood_txs` mempool transactions after each /_mine
+        self.flood_txs = 0
 
     def flood_txid(self, n: int) -> str:
         return f"{self.flood:032x}{n:032x}"
@@ -98,10 +99,11 @@ class _Chain:
             height = self.height
         if path == "/_count":
             return 200, {"requests": self.requests, "height": height}
-        if match := re.fullmatch(r"/_mine(?:\?blocks=(\d+))?", path):
+        if match := re.fullmatch(r"/_mine\?blocks=(\d+)&flood=(\d+)", path):
             with self.lock:
-                self.height += int(match[1] or 1)
+                self.height += int(match[1])
                 self.flood += 1
+                self.flood_txs = int(match[2])
             return 200, {"height": self.height}
         path = path.split("?", 1)[0]  # TronGrid's lists take their options in the query
         if re.fullmatch(r"/v1/accounts/T[1-9A-HJ-NP-Za-km-z]{33}/transactions(/trc20)?", path):
@@ -111,7 +113,7 @@ class _Chain:
         if path == "/blocks/tip/hash":
             return 200, self.block_hash(height)
         if path == "/mempool/txids":
-            return 200, [self.flood_txid(n) for n in range(FLOOD_TXS)] if FLOOD else []
+            return 200, [self.flood_txid(n) for n in range(self.flood_txs)]
         if match := re.fullmatch(r"/tx/([0-9a-f]{64})", path):
             tx = self.tx(0, int(match[1][32:], 16))
             return 200, {**tx, "txid": match[1], "status": {"confirmed": False}}
@@ -280,7 +282,8 @@ def child_pass(
 
     runs = []
     for _ in range(repeat):
-        httpx.get(f"{esplora_url}/_mine", params={"blocks": str(blocks)})
+        flood = FLOOD_TXS if os.environ.get("KERNODECK_BENCH_WATCHER_FLOOD") == "1" else 0
+        httpx.get(f"{esplora_url}/_mine", params={"blocks": str(blocks), "flood": str(flood)})
         before = httpx.get(f"{esplora_url}/_count").json()["requests"]
         statements.clear()
         with connection.execute_wrapper(count):
