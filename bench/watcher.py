@@ -77,7 +77,8 @@ class _Chain:
         self.flood_txs = 0
 
     def flood_txid(self, n: int) -> str:
-        return f"{self.flood:032x}{n:032x}"
+        # Unique in its first 8 bytes: the block scan remembers the mempool by them.
+        return f"{self.flood * FLOOD_TXS + n:016x}" + "0" * 48
 
     def block_hash(self, height: int) -> str:
         if height == 0:  # the adapter checks the chain by its genesis block: mainnet's
@@ -115,7 +116,7 @@ class _Chain:
         if path == "/mempool/txids":
             return 200, [self.flood_txid(n) for n in range(self.flood_txs)]
         if match := re.fullmatch(r"/tx/([0-9a-f]{64})", path):
-            tx = self.tx(0, int(match[1][32:], 16))
+            tx = self.tx(0, int(match[1][:16], 16) % FLOOD_TXS)
             return 200, {**tx, "txid": match[1], "status": {"confirmed": False}}
         if match := re.fullmatch(r"/block-height/(\d+)", path):
             wanted = int(match[1])

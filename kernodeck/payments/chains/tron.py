@@ -73,6 +73,10 @@ _DIGITS = re.compile(r"[0-9]{1,78}")  # a uint256 has at most 78 decimal digits
 # A cursor stays this far (ms) before the solidified head's time: what TronGrid's index may
 # not show yet, or what is not solidified, is read again on the next pass.
 CURSOR_MARGIN_MS = 10 * 60 * 1000
+# A cursor moves on only once it would move this far (ms): until then the stored one is
+# kept (an older cursor reads the same items again, which changes nothing), so the pass
+# over idle addresses rewrites their cursors every few minutes, not on every pass.
+CURSOR_STEP_MS = 5 * 60 * 1000
 _FINGERPRINT_MAX = 512  # TronGrid's paging token: a short base64-like string
 
 
@@ -146,8 +150,9 @@ class TronAdapter:
         """What `scan` reports, reading of each address only the items from its cursor on
         (`min_timestamp`: a block time in ms). A new cursor is CURSOR_MARGIN_MS before the
         solidified head's time (what can still change or still be indexed is read again),
-        never past a listed transaction the node lacks yet, and unchanged where a list was
-        cut at MAX_PAGES; such an address is not `complete`.
+        never past a listed transaction the node lacks yet, kept where it would move less
+        than CURSOR_STEP_MS, and unchanged where a list was cut at MAX_PAGES; such an
+        address is not `complete`.
 
         The addresses are read `concurrency` at a time (each on one thread: its two lists,
         then the transactions they name, looked up once per scan whatever the thread);
@@ -175,6 +180,8 @@ class TronAdapter:
                 position = solid_ms - CURSOR_MARGIN_MS
                 for at in scan.unindexed:
                     position = min(position, at if _is_int(at) else since or 0)
+                if since is not None and since <= position < since + CURSOR_STEP_MS:
+                    position = since
                 return scan, str(max(position, 0)), True
 
             polled = each_concurrently(poll, addresses, workers=self.concurrency)
