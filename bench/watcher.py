@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The chain watcher's benchmark: one pass over N open payment instructions.
 
-    python3 bench/watcher.py [--intents 1000 10000 20000] [--modes address block solana]
+    python3 bench/watcher.py [--intents 1000 10000 20000]
+                             [--modes address block outage flood solana tron]
                              [--repeat 3]
 
 Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres) and uses ./.venv (run
@@ -19,8 +20,13 @@ from its cursor: its counters, and its history only when they moved), `block` sc
 block against the watched addresses (the default), `solana` polls N open SOL instructions by
 reference through the shared recipient's signatures since its cursor (the same server
 answers Solana JSON-RPC: one new signature per block, touching the recipient, paying none of
-ours). Every mode has one untimed pass after the intents are created (its cursors, the
-block scan's first poll). Every figure is from this run on this machine.
+ours), `outage` and `flood` are the block mode with 7 new blocks (OUTAGE_BLOCKS) or 1 500
+new strangers' mempool transactions (FLOOD_TXS) before each pass, past the block scan's
+limits, and `tron` polls N open TRX instructions against the same server's TronGrid routes
+(the heads; every account's lists empty). The table's `pass` column says whether a block
+pass scanned ("blocks") or fell back to polling ("addresses"). Every mode has one untimed
+pass after the intents are created (its cursors, the block scan's first poll). Every
+figure is from this run on this machine.
 
 `report(argv) -> str` runs the same and returns the text (for bench/run.py).
 """
