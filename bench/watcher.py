@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The chain watcher's benchmark: one pass over N open payment instructions.
 
-    python3 bench/watcher.py [--intents 1000 10000 20000] [--modes address block solana]
+    python3 bench/watcher.py [--intents 1000 10000 20000]
+                             [--modes address block outage flood solana tron]
                              [--repeat 3]
 
 Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres) and uses ./.venv (run
@@ -19,8 +20,13 @@ from its cursor: its counters, and its history only when they moved), `block` sc
 block against the watched addresses (the default), `solana` polls N open SOL instructions by
 reference through the shared recipient's signatures since its cursor (the same server
 answers Solana JSON-RPC: one new signature per block, touching the recipient, paying none of
-ours). Every mode has one untimed pass after the intents are created (its cursors, the
-block scan's first poll). Every figure is from this run on this machine.
+ours), `outage` and `flood` are the block mode with 7 new blocks (OUTAGE_BLOCKS) or 1 500
+new strangers' mempool transactions (FLOOD_TXS) before each pass, past the block scan's
+limits, and `tron` polls N open TRX instructions against the same server's TronGrid routes
+(the heads; every account's lists empty). The table's `pass` column says whether a block
+pass scanned ("blocks") or fell back to polling ("addresses"). Every mode has one untimed
+pass after the intents are created (its cursors, the block scan's first poll). Every
+figure is from this run on this machine.
 
 `report(argv) -> str` runs the same and returns the text (for bench/run.py).
 """
@@ -53,7 +59,14 @@ IDLE_STATS = {
     "spent_txo_sum": 0,
     "tx_count": 0,
 }
-CHILD_TIMEOUT = 300  # seconds for one N (creation and the timed pass)
+# `flood` mode: this many new mempool transactions (strangers') before each pass, more than
+# the block scan's MEMPOOL_BUDGET; `outage` mode: this many new blocks, more than its
+# MAX_BLOCKS_PER_SCAN. Both made the block scan poll every address before issue 27.
+FLOOD_TXS = 1500
+OUTAGE_BLOCKS = 7
+BLOCK_MODES = ("block", "outage", "flood")
+# Seconds for one N's creation, and for its timed passes.
+CHILD_TIMEOUT = int(os.environ.get("KERNODECK_BENCH_WATCHER_CHILD_TIMEOUT", 300))
 
 
 # -- the loopback Esplora server (its own process: it must not share the watcher's GIL) ----
@@ -66,6 +79,12 @@ class _Chain:
         self.lock = threading.Lock()
         self.height = FIRST_HEIGHT
         self.requests = 0
+        self.flood = 0  # a new set of `flood_txs` mempool transactions after each /_mine
+        self.flood_txs = 0
+
+    def flood_txid(self, n: int) -> str:
+        # Unique in its first 8 bytes: the block scan remembers the mempool by them.
+        return f"{self.flood * FLOOD_TXS + n:016x}" + "0" * 48
 
     def block_hash(self, height: int) -> str:
         if height == 0:  # the adapter checks the chain by its genesis block: mainnet's
@@ -87,16 +106,24 @@ class _Chain:
             height = self.height
         if path == "/_count":
             return 200, {"requests": self.requests, "height": height}
-        if path == "/_mine":
+        if match := re.fullmatch(r"/_mine\?blocks=(\d+)&flood=(\d+)", path):
             with self.lock:
-                self.height += 1
+                self.height += int(match[1])
+                self.flood += 1
+                self.flood_txs = int(match[2])
             return 200, {"height": self.height}
+        path = path.split("?", 1)[0]  # TronGrid's lists take their options in the query
+        if re.fullmatch(r"/v1/accounts/T[1-9A-HJ-NP-Za-km-z]{33}/transactions(/trc20)?", path):
+            return 200, {"data": [], "success": True, "meta": {"at": 0, "page_size": 0}}
         if path == "/blocks/tip/height":
             return 200, str(height)
         if path == "/blocks/tip/hash":
             return 200, self.block_hash(height)
         if path == "/mempool/txids":
-            return 200, []
+            return 200, [self.flood_txid(n) for n in range(self.flood_txs)]
+        if match := re.fullmatch(r"/tx/([0-9a-f]{64})", path):
+            tx = self.tx(0, int(match[1][:16], 16) % FLOOD_TXS)
+            return 200, {**tx, "txid": match[1], "status": {"confirmed": False}}
         if match := re.fullmatch(r"/block-height/(\d+)", path):
             wanted = int(match[1])
             return (200, self.block_hash(wanted)) if wanted <= height else (404, "not found")
@@ -122,6 +149,17 @@ class _Chain:
                 "mempool_stats": IDLE_STATS,
             }
         return 404, f"no route for {path}"
+
+    def tron(self, path: str) -> dict:
+        """TronGrid's node API: the head and the solidified head (19 blocks below)."""
+        with self.lock:
+            self.requests += 1
+            height = self.height
+        if path not in ("/wallet/getnowblock", "/walletsolidity/getnowblock"):
+            return {"Error": f"no route for {path}"}
+        number = height if path == "/wallet/getnowblock" else height - 19
+        moment = int(time.time() * 1000) - (height - number) * 3000
+        return {"block_header": {"raw_data": {"number": number, "timestamp": moment}}}
 
     def signature(self, height: int) -> str:
         return "S" + str(height).replace("0", "z").rjust(80, "1")
@@ -187,7 +225,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         call = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        data = json.dumps(self.chain.rpc(call)).encode()
+        if self.path.startswith(("/wallet/", "/walletsolidity/")):
+            data = json.dumps(self.chain.tron(self.path)).encode()
+        else:
+            data = json.dumps(self.chain.rpc(call)).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -227,7 +268,9 @@ def child_create(intents: int, network: str = "bitcoin") -> None:
     watching.watch_network(network)
 
 
-def child_pass(intents: int, esplora_url: str, repeat: int, network: str = "bitcoin") -> None:
+def child_pass(
+    intents: int, esplora_url: str, repeat: int, network: str = "bitcoin", blocks: int = 1
+) -> None:
     """Mine a block and time a pass, `repeat` times; the median pass is reported (a process
     of its own: its peak RSS is the passes')."""
     import django
@@ -246,7 +289,8 @@ def child_pass(intents: int, esplora_url: str, repeat: int, network: str = "bitc
 
     runs = []
     for _ in range(repeat):
-        httpx.get(f"{esplora_url}/_mine")
+        flood = FLOOD_TXS if os.environ.get("KERNODECK_BENCH_WATCHER_FLOOD") == "1" else 0
+        httpx.get(f"{esplora_url}/_mine", params={"blocks": str(blocks), "flood": str(flood)})
         before = httpx.get(f"{esplora_url}/_count").json()["requests"]
         statements.clear()
         with connection.execute_wrapper(count):
@@ -256,9 +300,8 @@ def child_pass(intents: int, esplora_url: str, repeat: int, network: str = "bitc
         after = httpx.get(f"{esplora_url}/_count").json()["requests"]
         assert "error" not in report, report
         assert report.get("watched", intents) == intents, report
-        assert report.get("mode", "blocks") == "blocks", report
-        runs.append((seconds, after - before - 1, len(statements)))  # less the /_count call
-    seconds, http, sql = sorted(runs)[len(runs) // 2]  # the median pass
+        runs.append((seconds, after - before - 1, len(statements), report.get("mode", "")))
+    seconds, http, sql, mode = sorted(runs)[len(runs) // 2]  # the median pass
     print(
         json.dumps(
             {
@@ -267,11 +310,22 @@ def child_pass(intents: int, esplora_url: str, repeat: int, network: str = "bitc
                 "all_seconds": [run[0] for run in runs],
                 "http": http,
                 "sql": sql,
+                "mode": mode,  # a block scan's: "blocks", or "addresses" where it fell back
                 "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                 "report": report,
             }
         )
     )
+
+
+def _bench_address(network: str, n: int) -> str:
+    """The n-th bench instruction's address: bech32-looking on Bitcoin, a valid base58check
+    one on Tron (the adapter decodes each)."""
+    if network == "tron":
+        from bip_utils import Base58Encoder
+
+        return Base58Encoder.CheckEncode(b"\x41" + n.to_bytes(20, "big"))
+    return f"bc1qbench{n:030d}"
 
 
 def _bulk_create_intents(wanted: int, network: str = "bitcoin") -> None:
@@ -295,7 +349,8 @@ def _bulk_create_intents(wanted: int, network: str = "bitcoin") -> None:
     if owner is None:
         owner = User.objects.create_user("watcher-bench@kernodeck.test", None)
     solana = network == "solana"
-    method = PaymentMethod.objects.get(code="sol-solana" if solana else "btc-bitcoin")
+    code = {"solana": "sol-solana", "tron": "trx-tron"}.get(network, "btc-bitcoin")
+    method = PaymentMethod.objects.get(code=code)
     now = clock.now()
     for start in range(have, wanted, 2000):
         numbers = range(start, min(start + 2000, wanted))
@@ -309,7 +364,7 @@ def _bulk_create_intents(wanted: int, network: str = "bitcoin") -> None:
                 owner=owner,
                 method=method,
                 chain=network,
-                address=RECIPIENT if solana else f"bc1qbench{n:030d}",
+                address=RECIPIENT if solana else _bench_address(network, n),
                 solana_reference=f"BenchRef{n:036d}" if solana else None,
                 wallet_fingerprint="bench",
                 derivation_index=n,
@@ -344,10 +399,11 @@ def environment(esplora_url: str, mode: str) -> dict[str, str]:
             "KERNODECK_BITCOIN_ESPLORA_URL": esplora_url,
             "KERNODECK_LITECOIN_ESPLORA_URL": "",
             "KERNODECK_ETHEREUM_RPC_URL": "",
-            "KERNODECK_TRON_API_URL": "",
+            "KERNODECK_TRON_API_URL": esplora_url if mode == "tron" else "",
             "KERNODECK_SOLANA_RPC_URL": esplora_url if mode == "solana" else "",
             "KERNODECK_SOLANA_RECIPIENT": RECIPIENT,
-            "KERNODECK_WATCH_BLOCK_SCAN": "on" if mode == "block" else "off",
+            "KERNODECK_WATCH_BLOCK_SCAN": "on" if mode in BLOCK_MODES else "off",
+            "KERNODECK_BENCH_WATCHER_FLOOD": "1" if mode == "flood" else "0",
         }
     )
     return env
@@ -383,9 +439,10 @@ def run_child(env: dict[str, str], *args: str) -> dict | None:
 def measure(
     env: dict[str, str], intents: int, esplora_url: str, repeat: int = 1, mode: str = "block"
 ) -> dict:
-    network = "solana" if mode == "solana" else "bitcoin"
+    network = mode if mode in ("solana", "tron") else "bitcoin"
+    blocks = OUTAGE_BLOCKS if mode == "outage" else 1
     run_child(env, "--create", str(intents), network)
-    return run_child(env, "--pass", str(intents), esplora_url, str(repeat), network)
+    return run_child(env, "--pass", str(intents), esplora_url, str(repeat), network, str(blocks))
 
 
 def start_esplora() -> tuple[subprocess.Popen, str]:
@@ -402,13 +459,15 @@ def start_esplora() -> tuple[subprocess.Popen, str]:
 def table(mode: str, rows: list[dict]) -> str:
     lines = [
         f"mode: {mode}",
-        "| open intents | pass s (median) | HTTP requests | SQL statements | peak RSS MiB |",
-        "|-------------:|----------------:|--------------:|---------------:|-------------:|",
+        "| open intents | pass s (median) | HTTP requests | SQL statements | peak RSS MiB "
+        "| pass |",
+        "|-------------:|----------------:|--------------:|---------------:|-------------:"
+        "|------|",
     ]
     for row in rows:
         lines.append(
             f"| {row['intents']:>12,} | {row['seconds']:>15.3f} | {row['http']:>13,} "
-            f"| {row['sql']:>14,} | {row['rss_mib']:>12.0f} |"
+            f"| {row['sql']:>14,} | {row['rss_mib']:>12.0f} | {row['mode'] or '-'} |"
         )
     by_n = {row["intents"]: row["seconds"] for row in rows}
     doublings = [
@@ -428,8 +487,8 @@ def report(argv: list[str]) -> str:
     parser.add_argument(
         "--modes",
         nargs="+",
-        choices=["address", "block", "solana"],
-        default=["address", "block", "solana"],
+        choices=["address", "block", "outage", "flood", "solana", "tron"],
+        default=["address", "block", "outage", "flood", "solana", "tron"],
     )
     args = parser.parse_args(argv)
     server, url = start_esplora()
@@ -458,7 +517,7 @@ def main() -> None:
     elif len(sys.argv) > 1 and sys.argv[1] == "--create":
         child_create(int(sys.argv[2]), sys.argv[3])
     elif len(sys.argv) > 1 and sys.argv[1] == "--pass":
-        child_pass(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5])
+        child_pass(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]))
     else:
         print(report(sys.argv[1:]))
 

@@ -186,6 +186,65 @@ def test_a_chain_far_ahead_is_caught_up_by_polling_each_address(
     assert ChainState.objects.get(network="bitcoin").scanned_blocks[-1][0] == chain.tip
 
 
+def test_an_outage_is_read_block_by_block_where_polling_every_address_costs_more(
+    configured, fresh_rates, server, chain
+):
+    intents = [btc_intent() for _ in range(25)]
+    early, during = intents[0], intents[1]
+    watching.watch_network("bitcoin")  # the first pass polls every address
+    chain.pay(early.address, early.amount_units)
+    watching.watch_network("bitcoin")  # seen in the mempool
+    assert status(early) == IntentStatus.DETECTED
+    chain.pay(during.address, during.amount_units)  # never seen in the mempool
+    chain.mine(at=clock.now(), count=8)  # past the scan's 6 blocks: 16 requests and a page
+
+    paths = paths_of_a_pass(server)
+
+    assert not any(path.startswith("/address/") for path in paths)
+    rows = Transfer.objects.values_list("intent_id", "confirmations", "disappeared_at")
+    assert sorted(rows) == sorted([(early.pk, 8, None), (during.pk, 8, None)])  # one row each
+
+    chain.reorg(8)  # the blocks gone, their transactions back in the mempool...
+    chain.mine(at=clock.now(), count=9, include=False)  # ...under a longer chain
+    paths = paths_of_a_pass(server)
+
+    assert not any(path.startswith("/address/") for path in paths)
+    rows = Transfer.objects.values_list("intent_id", "confirmations", "block_height")
+    assert sorted(rows) == sorted([(early.pk, 0, None), (during.pk, 0, None)])
+    assert not Transfer.objects.filter(disappeared_at__isnull=False).exists()
+
+
+def test_a_mempool_flood_is_read_where_polling_every_address_costs_more(
+    configured, fresh_rates, server, chain, monkeypatch
+):
+    from tests.payments.esplora_chain import STRANGER
+
+    intents = [btc_intent() for _ in range(6)]
+    watching.watch_network("bitcoin")
+    build = watching.adapter_for
+
+    def small_budget(network):
+        adapter = build(network)
+        adapter.mempool_budget = 3
+        return adapter
+
+    monkeypatch.setattr(watching, "adapter_for", small_budget)
+    for _ in range(4):
+        chain.pay(STRANGER, 1_000)
+    chain.pay(intents[2].address, intents[2].amount_units)  # 5 new: over the budget of 3
+
+    paths = paths_of_a_pass(server)
+
+    assert not any(path.startswith("/address/") for path in paths)  # 5 reads, not 6 polls
+    assert sum(path.startswith("/tx/") for path in paths) == 5
+    assert status(intents[2]) == IntentStatus.DETECTED
+    assert paths_of_a_pass(server) == [
+        "/mempool/txids",
+        "/blocks/tip/height",
+        f"/block-height/{chain.tip}",
+    ]  # each read once
+
+
 def test_a_failed_block_scan_polls_every_address_and_keeps_its_cursor(
     configured, fresh_rates, server, chain
 ):

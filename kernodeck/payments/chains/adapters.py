@@ -103,7 +103,11 @@ def adapter_for(network: str):
         contract = registry.token_contract("usdt-tron")
         options = {"usdt_contract": contract} if contract else {}
         return TronAdapter(
-            url, api_key=settings.KERNODECK_TRON_API_KEY, timeout=timeout, **options
+            url,
+            api_key=settings.KERNODECK_TRON_API_KEY,
+            timeout=timeout,
+            concurrency=settings.KERNODECK_WATCH_CONCURRENCY,
+            **options,
         )
 
     return SolanaAdapter(url, timeout=timeout)

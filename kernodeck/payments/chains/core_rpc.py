@@ -146,12 +146,14 @@ class CoreRpcAdapter:
         *,
         blocks: Sequence[Sequence],
         examined: frozenset = frozenset(),
+        polling_cost=None,
     ) -> BlockScan:
         """Credits to watched addresses in the blocks after the last of `blocks` ([height,
         hash] pairs) and in the mempool transactions not in `examined`; as
-        EsploraAdapter.scan_blocks, but it never asks the watcher to poll addresses: the
-        first scan starts `start_depth` blocks below the tip, a reorg deeper than the
-        remembered blocks rescans those, and a long outage is read `max_blocks` a pass."""
+        EsploraAdapter.scan_blocks, but it never asks the watcher to poll addresses (so
+        `polling_cost` is not asked): the first scan starts `start_depth` blocks below the
+        tip, a reorg deeper than the remembered blocks rescans those, and a long outage is
+        read `max_blocks` a pass."""
         try:
             return self._scan_blocks(watched, blocks=blocks, examined=examined)
         except ChainError as exc:

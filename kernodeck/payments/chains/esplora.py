@@ -16,9 +16,12 @@ walk back through the stored blocks to the fork), then read each new block (GET
 /block/:hash for its time and size, GET /block/:hash/txs/:start_index, 25 transactions a
 page) and report every output paying a watched address; transactions that entered the
 mempool since the last scan (not in `examined`) are read one by one (GET /tx/:txid). The
-first scan, a reorg deeper than the stored blocks, a chain more than `max_blocks` ahead,
-or more new mempool transactions than `mempool_budget` answer `fallback` with a reason
-instead: the watcher then polls every address once and starts again from the tip.
+first scan and a reorg deeper than the stored blocks answer `fallback` with a reason
+instead: the watcher then polls every address once and starts again from the tip. So do
+a chain more than `max_blocks` ahead (an outage) and more new mempool transactions than
+`mempool_budget` (a flood), but only when polling every watched address costs fewer
+requests than reading them all (`polling_cost`): at 10 000 watched addresses a backlog of
+a few hundred pages or a few thousand mempool transactions is read, not 10 000 addresses.
 
 The chain checked (`chain_mode` given): before its first scan in a process, the adapter
 asks GET /block-height/0 and compares the genesis block's hash with the configured
@@ -240,13 +243,22 @@ class EsploraAdapter:
         *,
         blocks: Sequence[Sequence],
         examined: frozenset = frozenset(),
+        polling_cost: Callable[[], int] | None = None,
     ) -> BlockScan:
         """Credits to watched addresses in the blocks after the last of `blocks` (the
         cursor, as [height, hash] pairs) and in the mempool transactions not in `examined`.
 
         `watched(addresses)` answers which of the addresses these transactions pay are
         watched (bech32 ones given in lower case), so the cost follows the blocks, not
-        the number of watched addresses (`watched_among(targets)` for a fixed list)."""
+        the number of watched addresses (`watched_among(targets)` for a fixed list).
+
+        More than `max_blocks` new blocks or `mempool_budget` new mempool transactions
+        fall back to polling the addresses only where that is cheaper: `polling_cost()`
+        (asked only then) is the requests polling every watched address would take (one
+        an address), and the scan goes on while its own requests (two per new block, its
+        pages, one per new mempool transaction) are no more than that. Either way every
+        new block and every new mempool transaction is read, or every address polled:
+        nothing is left for a later pass."""
         with new_client() as client:
             self._check_chain(client)
             # The mempool first, the tip after: a transaction that leaves the mempool in
@@ -258,15 +270,31 @@ class EsploraAdapter:
                 reason = "no block scanned yet" if not blocks else "a reorg deeper than we keep"
                 return self._fallback(client, tip, mempool, reason)
             start = kept[-1][0] + 1
-            if tip - start + 1 > self.max_blocks:
-                return self._fallback(client, tip, mempool, f"{tip - start + 1} new blocks")
+            heights = list(range(start, tip + 1))
             new = [txid for txid in mempool if txid not in examined]
-            if len(new) > self.mempool_budget:
-                return self._fallback(client, tip, mempool, f"{len(new)} new mempool txs")
-            txs = []  # the blocks' transactions first: they win over a mempool copy
-            for height in range(start, tip + 1):
+            over = ""
+            if len(heights) > self.max_blocks:
+                over = f"{len(heights)} new blocks"
+            elif len(new) > self.mempool_budget:
+                over = f"{len(new)} new mempool txs"
+            budget = None
+            if over:
+                # The least the scan costs (no page read yet) against polling every address.
+                budget = polling_cost() if polling_cost is not None else 0
+                if 2 * len(heights) + len(new) > budget:
+                    return self._fallback(client, tip, mempool, _cheaper(over, budget))
+            headers = []
+            for height in heights:
                 block_hash = self._block_hash(client, height)
-                txs.extend(self._block_txs(client, height, block_hash))
+                headers.append((height, block_hash, self._block_header(client, block_hash)))
+            if budget is not None:
+                pages = sum(-(-count // BLOCK_PAGE_SIZE) for _h, _hash, (count, _t) in headers)
+                if 2 * len(heights) + pages + len(new) > budget:
+                    return self._fallback(client, tip, mempool, _cheaper(over, budget))
+                logger.info("%s: %s, scanned (polling would cost %d)", self.network, over, budget)
+            txs = []  # the blocks' transactions first: they win over a mempool copy
+            for height, block_hash, header in headers:
+                txs.extend(self._block_txs(client, height, block_hash, header))
                 kept.append([height, block_hash])
             fetched = each_concurrently(
                 lambda txid: self._get(client, f"/tx/{txid}"), new, workers=self.concurrency
@@ -364,17 +392,24 @@ class EsploraAdapter:
             raise ChainError(f"{self.network}: block {height} has no hash: {text[:80]!r}")
         return text
 
-    def _block_txs(self, client: httpx.Client, height: int, block_hash: str) -> list[dict]:
-        """The block's transactions, each with the block's status (pages carry none)."""
+    def _block_header(self, client: httpx.Client, block_hash: str) -> tuple[int, Any]:
+        """The block's number of transactions and its time (GET /block/:hash)."""
         block = self._get(client, f"/block/{block_hash}")
         if not isinstance(block, dict) or block.get("id") != block_hash:
             raise ChainError(f"{self.network}: block {block_hash} answered another block")
         count = json_int(block.get("tx_count"), f"{self.network}: tx_count", high=10**7)
+        return count, block.get("timestamp")
+
+    def _block_txs(
+        self, client: httpx.Client, height: int, block_hash: str, header: tuple[int, Any]
+    ) -> list[dict]:
+        """The block's transactions, each with the block's status (pages carry none)."""
+        count, timestamp = header
         status = {
             "confirmed": True,
             "block_height": height,
             "block_hash": block_hash,
-            "block_time": block.get("timestamp"),
+            "block_time": timestamp,
         }
         pages = each_concurrently(
             lambda start: self._get(client, f"/block/{block_hash}/txs/{start}"),
@@ -487,6 +522,11 @@ class _Addresses:
                 if address is not None and address not in found:
                     found.append(address)
         return found
+
+
+def _cheaper(over: str, addresses: int) -> str:
+    """Why a block scan fell back: too much to read, and polling the addresses cheaper."""
+    return f"{over}, more requests than polling {addresses} addresses" if addresses else over
 
 
 def watched_among(targets: Sequence[WatchTarget]) -> Callable[[set[str]], list[str]]:

@@ -24,11 +24,14 @@ names api.trongrid.io whatever the base URL) for at most MAX_PAGES pages. Zero-a
 transfers (address-poisoning spam) are skipped. `cursor` is not used.
 `scan_since` reads the same lists from each address's cursor on (`min_timestamp`, a block
 time in ms that stays CURSOR_MARGIN_MS before the solidified head's), so a pass over idle
-addresses reads empty lists and looks up no transaction it read before.
+addresses reads empty lists and looks up no transaction it read before; it reads
+`concurrency` addresses at a time (KERNODECK_WATCH_CONCURRENCY), the adapter holding no
+state between calls and the watcher storing nothing before the scan returned.
 """
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
@@ -48,7 +51,13 @@ from kernodeck.payments.chains.base import (
     json_int,
     unix_time,
 )
-from kernodeck.payments.chains.http import DEFAULT_TIMEOUT, get_json, new_client, post_json
+from kernodeck.payments.chains.http import (
+    DEFAULT_TIMEOUT,
+    each_concurrently,
+    get_json,
+    new_client,
+    post_json,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +73,10 @@ _DIGITS = re.compile(r"[0-9]{1,78}")  # a uint256 has at most 78 decimal digits
 # A cursor stays this far (ms) before the solidified head's time: what TronGrid's index may
 # not show yet, or what is not solidified, is read again on the next pass.
 CURSOR_MARGIN_MS = 10 * 60 * 1000
+# A cursor moves on only once it would move this far (ms): until then the stored one is
+# kept (an older cursor reads the same items again, which changes nothing), so the pass
+# over idle addresses rewrites their cursors every few minutes, not on every pass.
+CURSOR_STEP_MS = 5 * 60 * 1000
 _FINGERPRINT_MAX = 512  # TronGrid's paging token: a short base64-like string
 
 
@@ -101,8 +114,10 @@ class TronAdapter:
         api_key: str = "",
         timeout: float = DEFAULT_TIMEOUT,
         sleep: Callable[[float], None] = time.sleep,
+        concurrency: int = 1,
     ):
         to_hex_address(usdt_contract)  # a bad setting fails at start-up
+        self.concurrency = concurrency
         self.base_url = base_url.rstrip("/")
         self.usdt_contract = usdt_contract
         self.headers = {"TRON-PRO-API-KEY": api_key} if api_key else {}
@@ -135,15 +150,22 @@ class TronAdapter:
         """What `scan` reports, reading of each address only the items from its cursor on
         (`min_timestamp`: a block time in ms). A new cursor is CURSOR_MARGIN_MS before the
         solidified head's time (what can still change or still be indexed is read again),
-        never past a listed transaction the node lacks yet, and unchanged where a list was
-        cut at MAX_PAGES; such an address is not `complete`."""
+        never past a listed transaction the node lacks yet, kept where it would move less
+        than CURSOR_STEP_MS, and unchanged where a list was cut at MAX_PAGES; such an
+        address is not `complete`.
+
+        The addresses are read `concurrency` at a time (each on one thread: its two lists,
+        then the transactions they name, looked up once per scan whatever the thread);
+        what each found is put together here, in the addresses' order, so the answer is
+        the one a scan address after address gives."""
         addresses = list(dict.fromkeys(target.address for target in targets))
-        positions, complete = {}, set()
         with new_client() as client:
             solidified, solid_ms = self._head_and_time(client, "/walletsolidity/getnowblock")
             tip = self._head(client, "/wallet/getnowblock")
-            scan = _Scan(self, client, tip=tip, solidified=solidified)
-            for address in addresses:
+            infos = _Infos(self, client)
+
+            def poll(address: str) -> tuple["_Scan", str | None, bool]:
+                scan = _Scan(self, client, tip=tip, solidified=solidified, infos=infos)
                 since = _cursor_ms(cursors.get(address))
                 quoted, hex_address = quote(address), to_hex_address(address)
                 native = self._pages(client, f"/v1/accounts/{quoted}/transactions", since)
@@ -152,21 +174,31 @@ class TronAdapter:
                     scan.native(item, address, hex_address)
                 tokens = self._pages(client, f"/v1/accounts/{quoted}/transactions/trc20", since)
                 items, tokens_whole = _read(tokens)
-                scan.unindexed = []
                 scan.tokens(items, address)
                 if not (native_whole and tokens_whole):
-                    if since is not None:
-                        positions[address] = str(since)
-                    continue
-                complete.add(address)
+                    return scan, (str(since) if since is not None else None), False
                 position = solid_ms - CURSOR_MARGIN_MS
                 for at in scan.unindexed:
                     position = min(position, at if _is_int(at) else since or 0)
-                positions[address] = str(max(position, 0))
+                if since is not None and since <= position < since + CURSOR_STEP_MS:
+                    position = since
+                return scan, str(max(position, 0)), True
+
+            polled = each_concurrently(poll, addresses, workers=self.concurrency)
+        transfers: dict[tuple[str, int], ObservedTransfer] = {}
+        undecided: set[str] = set()
+        positions, complete = {}, set()
+        for address, (scan, position, whole) in zip(addresses, polled, strict=True):
+            transfers.update(scan.transfers)
+            undecided |= scan.undecided
+            if position is not None:
+                positions[address] = position
+            if whole:
+                complete.add(address)
         return PollScan(
-            transfers=list(scan.transfers.values()),
-            tip=scan.tip,
-            undecided=frozenset(scan.undecided),
+            transfers=list(transfers.values()),
+            tip=tip,
+            undecided=frozenset(undecided),
             cursors=positions,
             complete=frozenset(complete),
         )
@@ -239,15 +271,43 @@ class TronAdapter:
         return False
 
 
-class _Scan:
-    """One scan's heads, the transaction infos it has read and what it has found."""
+class _Infos:
+    """The transaction infos (POST /wallet/gettransactioninfobyid) one scan has read, shared
+    by its threads: each transaction is asked once (two threads asking at the same moment
+    may both ask; the answers are the node's, either will do)."""
 
-    def __init__(self, adapter: TronAdapter, client: httpx.Client, tip: int, solidified: int):
+    def __init__(self, adapter: TronAdapter, client: httpx.Client):
+        self.adapter = adapter
+        self.client = client
+        self.lock = threading.Lock()
+        self.read: dict[str, dict] = {}
+
+    def __call__(self, txid: str) -> dict:
+        with self.lock:
+            if txid in self.read:
+                return self.read[txid]
+        info = self.adapter._post(self.client, "/wallet/gettransactioninfobyid", {"value": txid})
+        with self.lock:
+            return self.read.setdefault(txid, info)
+
+
+class _Scan:
+    """One scan's heads, the transaction infos it has read and what it has found (in
+    `scan_since`, one address's: one _Scan per address and thread, sharing the infos)."""
+
+    def __init__(
+        self,
+        adapter: TronAdapter,
+        client: httpx.Client,
+        tip: int,
+        solidified: int,
+        infos: "_Infos | None" = None,
+    ):
         self.adapter = adapter
         self.client = client
         self.tip = tip
         self.solidified = solidified
-        self.infos: dict[str, dict] = {}
+        self.infos = infos or _Infos(adapter, client)
         # Listed transactions the node did not know yet: not judged gone this scan.
         self.undecided: set[str] = set()
         self.unindexed: list = []  # block times of listed transactions the node lacks yet
@@ -398,11 +458,7 @@ class _Scan:
         return False
 
     def _info(self, txid: str) -> dict:
-        if txid not in self.infos:
-            payload = {"value": txid}
-            path = "/wallet/gettransactioninfobyid"
-            self.infos[txid] = self.adapter._post(self.client, path, payload)
-        return self.infos[txid]
+        return self.infos(txid)
 
     def _add(
         self,

@@ -28,6 +28,7 @@ from kernodeck.payments.watching.scanning import (
     _short,
     watch_targets,
     watched_addresses,
+    watched_count,
     watched_rows,
 )
 from kernodeck.payments.watching.storing import (
@@ -92,8 +93,9 @@ def blocks_scan(network: str, adapter, state, *, now) -> Observed | dict:
     """One block-scanning pass: the new blocks and the new mempool transactions, their
     output addresses looked up among the watched intents (one query per STORE_CHUNK
     addresses: the cost follows the blocks, not the intents); every address polled once
-    instead when the scan cannot follow (first scan, a deep reorg, a long outage, a flood
-    of mempool transactions, an API without the block endpoints). The mempool
+    instead when the scan cannot follow (first scan, a deep reorg, an API without the block
+    endpoints) or when that is cheaper than reading what came (an outage's blocks, a flood
+    of mempool transactions, more requests than the watched addresses). The mempool
     transactions already read are remembered in the database (MempoolMemory) once the
     pass applied what it saw, so a pass from cron reads only the new ones too; a dict
     report when the chain failed (its error is recorded)."""
@@ -111,6 +113,9 @@ def blocks_scan(network: str, adapter, state, *, now) -> Observed | dict:
             watched,
             blocks=state.scanned_blocks if state else [],
             examined=examined,
+            # Asked only past the scan's fixed limits (an outage, a flood): falling back
+            # polls every watched address, so it is chosen only where that costs less.
+            polling_cost=lambda: watched_count(network, now=now),
         )
         targets = [WatchTarget(address) for address in paid]
         scan = checked_scan(adapter, targets, scan)

@@ -84,6 +84,17 @@ def watched_addresses(network: str, *, now) -> list[str]:
     )
 
 
+def watched_count(network: str, *, now) -> int:
+    """How many distinct addresses the network watches: what polling them all costs."""
+    return (
+        PaymentIntent.objects.filter(chain=network, monitor_until__gt=now)
+        .order_by()
+        .values("address")
+        .distinct()
+        .count()
+    )
+
+
 def watch_targets(network: str, intents) -> list[WatchTarget]:
     if network == "solana":
         targets = [WatchTarget(i.address, reference=i.solana_reference) for i in intents]

@@ -507,6 +507,81 @@ def test_block_scan_falls_back_when_it_cannot_follow(loopback, sleeps, blocks, m
     assert (scan.fallback, scan.blocks, scan.transfers) == (reason, [[102, block_hash(102)]], [])
 
 
+class Costs:
+    """A `polling_cost` that says `addresses` and counts how often it was asked."""
+
+    def __init__(self, addresses: int):
+        self.addresses, self.asked = addresses, 0
+
+    def __call__(self) -> int:
+        self.asked += 1
+        return self.addresses
+
+
+def test_an_outage_is_scanned_where_polling_every_address_costs_more(loopback, sleeps):
+    strangers = [tx(txid(n), [(OTHER, 1000)]) for n in range(30)]
+    ours = tx(txid(99), [(OTHER, 5), (OURS, 70_000)])
+    serve_blocks(loopback, 103, txs_of=lambda h: [*strangers, ours] if h == 102 else [])
+    costs = Costs(8)  # 3 new blocks: 2 requests each and 2 pages (102's 31 transactions)
+
+    scan = adapter(loopback, sleeps, max_blocks=2).scan_blocks(
+        watched_among([WatchTarget(OURS)]), blocks=[[100, block_hash(100)]], polling_cost=costs
+    )
+
+    assert (scan.fallback, costs.asked, scan.rescanned_from) == ("", 1, 101)
+    [transfer] = scan.transfers
+    assert (transfer.txid, transfer.block_height, transfer.confirmations) == (txid(99), 102, 2)
+    assert [height for height, _ in scan.blocks] == [100, 101, 102, 103]
+
+
+def test_an_outage_falls_back_where_polling_every_address_costs_less(loopback, sleeps):
+    strangers = [tx(txid(n), [(OTHER, 1000)]) for n in range(30)]
+    serve_blocks(loopback, 103, txs_of=lambda h: strangers if h == 102 else [])
+
+    scan = adapter(loopback, sleeps, max_blocks=2).scan_blocks(
+        watched_among([WatchTarget(OURS)]), blocks=[[100, block_hash(100)]], polling_cost=Costs(7)
+    )
+
+    assert scan.fallback == "3 new blocks, more requests than polling 7 addresses"
+    assert (scan.blocks, scan.transfers) == ([[103, block_hash(103)]], [])
+    assert not [r.path for r in loopback.requests if "/txs/" in r.path]  # no page read
+
+
+def test_a_mempool_flood_is_read_whole_where_polling_costs_more_or_not_at_all(loopback, sleeps):
+    flood = [tx(txid(n), [(OTHER, 1000)]) for n in range(5)]
+    flood[3] = tx(txid(3), [(OURS, 42_000)])
+    serve_blocks(loopback, 101, mempool=[t["txid"] for t in flood])
+    for item in flood:
+        loopback.route("GET", f"/api/tx/{item['txid']}", json_body=item)
+    watched = watched_among([WatchTarget(OURS)])
+    read = adapter(loopback, sleeps, mempool_budget=4)
+
+    scan = read.scan_blocks(watched, blocks=[[101, block_hash(101)]], polling_cost=Costs(5))
+
+    assert scan.fallback == ""
+    assert [(t.txid, t.confirmations) for t in scan.transfers] == [(txid(3), 0)]
+    assert scan.examined == {t["txid"] for t in flood}  # all read: none left for later
+
+    costs = Costs(4)
+    polled = read.scan_blocks(watched, blocks=[[101, block_hash(101)]], polling_cost=costs)
+    assert (polled.fallback, polled.transfers, costs.asked) == (
+        "5 new mempool txs, more requests than polling 4 addresses",
+        [],
+        1,
+    )
+
+
+def test_within_its_limits_a_block_scan_never_asks_the_polling_cost(loopback, sleeps):
+    serve_blocks(loopback, 102)
+    costs = Costs(0)
+
+    scan = adapter(loopback, sleeps).scan_blocks(
+        watched_among([WatchTarget(OURS)]), blocks=[[100, block_hash(100)]], polling_cost=costs
+    )
+
+    assert (scan.fallback, costs.asked) == ("", 0)
+
+
 @pytest.mark.parametrize(
     ("path", "reply"),
     [

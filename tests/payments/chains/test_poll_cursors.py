@@ -9,7 +9,7 @@ from kernodeck.payments.chains import solana, tron
 from kernodeck.payments.chains.base import WatchTarget
 from kernodeck.payments.chains.esplora import EsploraAdapter
 from kernodeck.payments.chains.solana import SolanaAdapter
-from kernodeck.payments.chains.tron import CURSOR_MARGIN_MS, TronAdapter
+from kernodeck.payments.chains.tron import CURSOR_MARGIN_MS, CURSOR_STEP_MS, TronAdapter
 from tests.loopback import sample
 from tests.payments.chains.test_solana import (
     RECIPIENT,
@@ -115,7 +115,7 @@ def test_tron_second_pass_asks_only_since_the_cursor_and_finds_what_came(loopbac
 
     seen = len(loopback.requests)
     grid.pay_usdt(2, SOLID_MS + 3_000)  # after the cursor, not solidified yet
-    grid.solid_ms = SOLID_MS + 60_000
+    grid.solid_ms = SOLID_MS + CURSOR_STEP_MS
     second = adapter.scan_since([WatchTarget(OURS)], cursors=first.cursors)
 
     assert [(t.txid, t.asset, t.amount_base) for t in second.transfers] == [
@@ -124,9 +124,25 @@ def test_tron_second_pass_asks_only_since_the_cursor_and_finds_what_came(loopbac
     assert [q.get("min_timestamp") for q in lists_asked(loopback, seen)] == [
         first.cursors[OURS]
     ] * 2
-    assert second.cursors == {OURS: str(SOLID_MS + 60_000 - CURSOR_MARGIN_MS)}
+    assert second.cursors == {OURS: str(SOLID_MS + CURSOR_STEP_MS - CURSOR_MARGIN_MS)}
     infos = [r for r in loopback.requests[seen:] if r.path == "/wallet/gettransactioninfobyid"]
     assert len(infos) == 1  # the old transfer's list item is not read, nor looked up again
+
+
+def test_tron_cursor_moves_on_only_by_a_step_so_idle_passes_rewrite_none(loopback, sleeps):
+    grid = TimedTronGrid(loopback)
+    adapter = TronAdapter(loopback.url, sleep=sleeps.append)
+    first = adapter.scan_since([WatchTarget(OURS)], cursors={})
+
+    grid.solid_ms = SOLID_MS + CURSOR_STEP_MS - 3_000  # a few passes later
+    kept = adapter.scan_since([WatchTarget(OURS)], cursors=first.cursors)
+    grid.pay_trx(4, SOLID_MS + 1_000)  # after the cursor: still read from it
+    grid.solid_ms = SOLID_MS + CURSOR_STEP_MS
+    moved = adapter.scan_since([WatchTarget(OURS)], cursors=kept.cursors)
+
+    assert (kept.cursors, kept.complete) == (first.cursors, {OURS})
+    assert [t.txid for t in moved.transfers] == [txid(4)]
+    assert moved.cursors == {OURS: str(SOLID_MS + CURSOR_STEP_MS - CURSOR_MARGIN_MS)}
 
 
 def test_tron_reads_every_page_since_the_cursor_and_a_cut_list_keeps_it(
@@ -163,6 +179,39 @@ def test_tron_cursor_stays_before_a_transaction_the_node_lacks_yet(loopback, sle
     grid.infos[txid(3)] = tx_info(txid(3), TRX_HEIGHT, [(USDT, OURS, 5_000_003)])
     second = adapter.scan_since([WatchTarget(OURS)], cursors=first.cursors)
     assert [t.txid for t in second.transfers] == [txid(3)]
+
+
+def test_tron_reads_addresses_concurrently_and_answers_as_address_after_address(loopback, sleeps):
+    addresses = [OURS] + [tron.to_base58_address(f"41{n:040x}") for n in range(1, 6)]
+    grids = [TimedTronGrid(loopback, address=address) for address in addresses]
+    infos = grids[-1].infos  # the last grid's route answers every lookup
+    for grid in grids:
+        grid.infos = infos
+    grids[0].pay_trx(1, SOLID_MS - 3_600_000)
+    grids[2].pay_usdt(2, SOLID_MS - 60_000)
+    grids[4].pay_usdt(3, SOLID_MS - CURSOR_MARGIN_MS - 5_000, indexed=False)  # not on the node
+    targets = [WatchTarget(address) for address in addresses]
+    cursors = {addresses[3]: str(SOLID_MS - 7_200_000)}
+
+    one = TronAdapter(loopback.url, sleep=sleeps.append).scan_since(targets, cursors=cursors)
+    asked = len(lists_asked(loopback))
+    many = TronAdapter(loopback.url, sleep=sleeps.append, concurrency=4).scan_since(
+        targets, cursors=cursors
+    )
+
+    assert many == one
+    assert [(t.txid, t.address) for t in many.transfers] == [
+        (txid(1), OURS),
+        (txid(2), addresses[2]),
+    ]
+    assert many.undecided == {txid(3)}
+    assert many.cursors[addresses[4]] == str(SOLID_MS - CURSOR_MARGIN_MS - 5_000)
+    assert many.cursors[addresses[0]] == str(SOLID_MS - CURSOR_MARGIN_MS)
+    assert many.complete == set(addresses)
+    assert len(lists_asked(loopback)) == 2 * asked == 2 * 2 * len(addresses)
+    assert [q.get("min_timestamp") for q in lists_asked(loopback, 0)].count(
+        cursors[addresses[3]]
+    ) == 4  # both lists of the address with a cursor, in both scans
 
 
 # -- Solana: the recipient's signatures `until` the cursor -------------------------------
