@@ -121,14 +121,16 @@ MIDDLEWARE = [
     "kernodeck.observability.middleware.MetricsMiddleware",
     "kernodeck.observability.middleware.HttpMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "csp.middleware.CSPMiddleware",
+    # django-csp's, Django's locale and messages middlewares, cheaper per request
+    # (core/stack.py).
+    "kernodeck.core.stack.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.locale.LocaleMiddleware",
+    "kernodeck.core.stack.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "kernodeck.core.stack.MessageMiddleware",
     # NUL bytes and oversized bodies are refused here, before any view (core/inputs.py).
     "kernodeck.core.middleware.InputGuardMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",

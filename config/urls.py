@@ -8,6 +8,9 @@ from kernodeck.ledger import views as ledger_views
 from kernodeck.payments import views as payments_views
 
 urlpatterns = [
+    # First: Django tries the patterns in order, and no other pattern starts with api/v1/,
+    # so an API call is resolved without walking the site's patterns first.
+    path("api/v1/", api.urls),
     path("favicon.ico", core_views.favicon, name="favicon"),
     path("", include("kernodeck.guides.urls")),
     path("", include("kernodeck.sizing.urls")),
@@ -34,7 +37,6 @@ urlpatterns = [
     path("backoffice/support/", include("kernodeck.backoffice.support_urls")),
     path("backoffice/", include("kernodeck.provisioning.desk_urls")),
     path("backoffice/", admin.site.urls),
-    path("api/v1/", api.urls),
     # The demo's payment panel: every view there answers 404 unless demo mode is on.
     path("demo/", include("kernodeck.demo.urls")),
 ]

@@ -178,7 +178,8 @@ api = KernodeckAPI(
 
 def refuse_unknown_query(run):
     """A query parameter the operation does not take is a 422 naming it (`?stat=queued`
-    would otherwise list everything), as an unknown body field is (core/schemas.py)."""
+    would otherwise list everything), as an unknown body field is (core/schemas.py); and
+    an answer to a request with a token says `Cache-Control: no-store` (_carries_secrets)."""
     operation = inspect.unwrap(run).__self__
     known = {
         name
@@ -197,7 +198,11 @@ def refuse_unknown_query(run):
                 f"{unknown[0]}: this operation takes no such query parameter (it takes: {takes}).",
                 422,
             )
-        return run(request, *args, **kwargs)
+        response = run(request, *args, **kwargs)
+        if _carries_secrets(request):
+            # Also on answers a view returns already built (create_response is not called).
+            response["Cache-Control"] = "no-store"
+        return response
 
     return wrapper
 

@@ -16,11 +16,24 @@ def _instruments():
     return instruments
 
 
+# The two children of each (route, method, status) seen, as prometheus_client's labels()
+# returns them (the same objects every time; looking them up costs more than counting).
+# Bounded: routes are URL patterns, methods and statuses few.
+_http_children: dict[tuple[str, str, int], tuple] = {}
+
+
 def http_request_observe(*, route: str, method: str, status: int, seconds: float) -> None:
     try:
-        metrics = _instruments()
-        metrics.http_requests.labels(route=route, method=method, status=str(status)).inc()
-        metrics.http_request_duration.labels(route=route, method=method).observe(seconds)
+        children = _http_children.get((route, method, status))
+        if children is None:
+            metrics = _instruments()
+            children = (
+                metrics.http_requests.labels(route=route, method=method, status=str(status)),
+                metrics.http_request_duration.labels(route=route, method=method),
+            )
+            _http_children[(route, method, status)] = children
+        children[0].inc()
+        children[1].observe(seconds)
     except Exception:
         # A full disk under PROMETHEUS_MULTIPROC_DIR must not turn answers into errors.
         logger.exception("could not count a request to %s", route)
