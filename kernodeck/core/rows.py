@@ -15,17 +15,21 @@ moments as whole microseconds since 1970 instead (an exact `bigint`: `EXTRACT` a
 aware UTC datetimes of them in Python.
 """
 
+import datetime
 import functools
-from datetime import UTC, datetime, timedelta
+import ipaddress
+import json
+import uuid
+from decimal import Decimal
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, models
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def _from_epoch_micros(value, expression, conn):
-    return None if value is None else _EPOCH + timedelta(microseconds=value)
+    return None if value is None else _EPOCH + datetime.timedelta(microseconds=value)
 
 
 class Columns:
@@ -118,13 +122,17 @@ class Columns:
         return self.model.from_db(conn.alias, self.names, values)
 
 
-def lock_clause() -> str:
+def lock_clause(of: tuple[str, ...] = ()) -> str:
     """`FOR NO KEY UPDATE` where the database has row locks (SQLite's transactions are
-    immediate: the writer holds the whole database instead)."""
+    immediate: the writer holds the whole database instead); `of`: only the rows of these
+    table aliases (the others are read, not locked)."""
     features = connection.features
     if not features.has_select_for_update:
         return ""
-    return " FOR NO KEY UPDATE" if features.has_select_for_no_key_update else " FOR UPDATE"
+    clause = " FOR NO KEY UPDATE" if features.has_select_for_no_key_update else " FOR UPDATE"
+    if of and features.has_select_for_update_of:
+        clause += " OF " + ", ".join(of)
+    return clause
 
 
 def datetime_param(value):
@@ -155,23 +163,170 @@ def _insert_statement(shape: tuple, vendor: str) -> str:
         )
     if vendor != "postgresql" or len(inserts) == 1:
         return ";".join(inserts)  # one statement per group, split again by `insert_all`
-    # PostgreSQL: the first groups as data-modifying CTEs, all in one statement.
+    return _with_parts(inserts)
+
+
+def _with_parts(inserts: list[str]) -> str:
+    """PostgreSQL: the first INSERTs as data-modifying CTEs, all in one statement."""
     ctes = ", ".join(f"w{n} AS ({insert})" for n, insert in enumerate(inserts[:-1]))
     return f"WITH {ctes} {inserts[-1]}"
 
 
-def insert_all(*groups: list) -> None:
-    """Write new rows: each group a list of unsaved instances of one model, with
-    the values `save()` would send (each field's `pre_save` and `get_db_prep_save`).
+@functools.cache
+def _json_insert_statement(models: tuple) -> str:
+    """PostgreSQL: each model's rows from one `jsonb` parameter (an array of objects keyed
+    by column), turned into the table's row type by `jsonb_populate_recordset` (each value
+    read by the column type's own input, as a literal would be), in the array's order.
 
-    On PostgreSQL every group goes in one statement (the first ones as data-modifying
-    `WITH` parts, written in the given order); elsewhere one INSERT per group. A primary
-    key the database assigns (an auto-increment one) is not read back: use it for rows
-    nobody reads again in the request (audit events), or give the key (a UUID)."""
-    groups = [group for group in groups if group]
-    if not groups:
-        return
-    shape = tuple((group[0].__class__, len(group)) for group in groups)
+    Short, and with one parameter a group: psycopg caches how it splits the statement
+    (not for more than 50 parameters) and adapts one string instead of every value."""
+    quote = connection.ops.quote_name
+    inserts = []
+    for model in models:
+        table = quote(model._meta.db_table)
+        columns = ", ".join(quote(field.column) for field in _insert_fields(model))
+        inserts.append(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} "  # noqa: S608
+            f"FROM jsonb_populate_recordset(NULL::{table}, %s::jsonb) WITH ORDINALITY AS r "
+            "ORDER BY r.ordinality"
+        )
+    return inserts[0] if len(inserts) == 1 else _with_parts(inserts)
+
+
+class _NotJson(Exception):
+    pass
+
+
+_JSON_TEXT = (Decimal, uuid.UUID, ipaddress.IPv4Address, ipaddress.IPv6Address)
+
+
+def _json_value(value):
+    """A database value (what `get_db_prep_save` gives on PostgreSQL) as JSON whose text
+    the column's input function reads as it reads the literal psycopg would send; anything
+    else raises _NotJson (the caller then sends the values one by one)."""
+    if value is None or isinstance(value, str | int | float):  # bool is an int
+        return value
+    if isinstance(value, datetime.date | datetime.time):  # datetimes are dates
+        return value.isoformat()
+    if isinstance(value, _JSON_TEXT):
+        return str(value)
+    obj = getattr(value, "obj", None)
+    # A JSONField's value (psycopg's Jsonb, dumped by plain json.dumps): its document is
+    # the column's value. JSON null would read as SQL NULL: not here.
+    if type(value).__name__ == "Jsonb" and value.dumps is json.dumps and obj is not None:
+        return obj
+    raise _NotJson
+
+
+# How a field's value is spelled in the JSON document without `get_db_prep_save`, for the
+# fields and the Python types where, on PostgreSQL, the ORM sends the value as it is (or
+# its text): any other field or type takes the ORM's own path (`_json_value` of
+# `get_db_prep_save`), field by field.
+_TEXT_FIELDS = (models.CharField, models.TextField)
+_INTEGER_FIELDS = (
+    models.IntegerField,
+    models.BigIntegerField,
+    models.SmallIntegerField,
+    models.PositiveIntegerField,
+    models.PositiveBigIntegerField,
+    models.PositiveSmallIntegerField,
+    models.AutoField,
+    models.BigAutoField,
+    models.SmallAutoField,
+)
+
+
+def _kind(field) -> str:
+    if field.is_relation:
+        return _kind(field.target_field) if field.many_to_one else ""
+    kind = type(field)
+    if kind in _TEXT_FIELDS or kind in (models.SlugField, models.EmailField):
+        return "text"
+    if kind in _INTEGER_FIELDS:
+        return "integer"
+    if kind is models.BooleanField:
+        return "boolean"
+    if kind is models.DecimalField:
+        return "decimal"
+    if kind is models.DateTimeField:
+        return "datetime"
+    if kind is models.UUIDField:
+        return "uuid"
+    if kind is models.JSONField and field.encoder is None:
+        return "json"
+    if kind is models.GenericIPAddressField:
+        return "ip"
+    return ""
+
+
+_PLAIN = {
+    "text": (str,),
+    "integer": (int,),
+    "boolean": (bool,),
+    "json": (dict, list),
+}
+
+
+def _pre_save_needed(field) -> bool:
+    """Whether the field's `pre_save` does more than read the attribute."""
+    if isinstance(field, models.DateField):  # DateTimeField too
+        return field.auto_now or field.auto_now_add
+    return type(field).pre_save is not models.Field.pre_save
+
+
+@functools.cache
+def _json_plan(model) -> tuple:
+    """(column, attname, field, kind, whether `pre_save` must be asked) for each column
+    an INSERT of the model writes."""
+    return tuple(
+        (field.column, field.attname, field, _kind(field), _pre_save_needed(field))
+        for field in _insert_fields(model)
+    )
+
+
+def _json_field_value(instance, field, attname, kind, pre_save):
+    value = field.pre_save(instance, True) if pre_save else getattr(instance, attname)
+    if value is None:
+        return None
+    plain = _PLAIN.get(kind)
+    if plain is not None:
+        if type(value) in plain:
+            return value
+    elif kind == "datetime":
+        if type(value) is datetime.datetime and value.tzinfo is not None:
+            return value.isoformat()
+    elif kind == "decimal":
+        if type(value) is Decimal and value.is_finite():
+            return str(value)
+    elif kind == "uuid":
+        if type(value) is uuid.UUID:
+            return str(value)
+    elif kind == "ip" and type(value) is str and ":" not in value:
+        return value or None  # the ORM sends an empty address as NULL
+    return _json_value(field.get_db_prep_save(value, connection))
+
+
+def _json_documents(groups: list) -> list[str] | None:
+    """Each group's rows as one JSON array of objects keyed by column, or None when a
+    value has no such spelling."""
+    documents = []
+    for group in groups:
+        plan = _json_plan(group[0].__class__)
+        try:
+            document = [
+                {
+                    column: _json_field_value(instance, field, attname, kind, pre_save)
+                    for column, attname, field, kind, pre_save in plan
+                }
+                for instance in group
+            ]
+            documents.append(json.dumps(document, allow_nan=False, ensure_ascii=False))
+        except (_NotJson, TypeError, ValueError):
+            return None  # the ordinary path sends it, or raises what the ORM would
+    return documents
+
+
+def _insert_params(groups: list) -> list:
     params = []
     for group in groups:
         fields = _insert_fields(group[0].__class__)
@@ -180,16 +335,38 @@ def insert_all(*groups: list) -> None:
                 field.get_db_prep_save(field.pre_save(instance, True), connection)
                 for field in fields
             )
-    statement = _insert_statement(shape, connection.vendor)
+    return params
+
+
+def insert_all(*groups: list) -> None:
+    """Write new rows: each group a list of unsaved instances of one model, with
+    the values `save()` would send (each field's `pre_save` and `get_db_prep_save`).
+
+    On PostgreSQL every group goes in one statement (the first ones as data-modifying
+    `WITH` parts, written in the given order), each group's rows as one `jsonb` parameter
+    (`_json_insert_statement`); elsewhere, or for a value that has no such spelling, the
+    values one by one (one INSERT per group outside PostgreSQL). A primary key the
+    database assigns (an auto-increment one) is not read back: use it for rows nobody
+    reads again in the request (audit events), or give the key (a UUID)."""
+    groups = [group for group in groups if group]
+    if not groups:
+        return
+    shape = tuple((group[0].__class__, len(group)) for group in groups)
+    documents = _json_documents(groups) if connection.vendor == "postgresql" else None
     with connection.cursor() as cursor:
-        if ";" not in statement:
-            cursor.execute(statement, params)
+        if documents is not None:
+            cursor.execute(_json_insert_statement(tuple(model for model, _ in shape)), documents)
         else:
-            start = 0
-            for (model, count), part in zip(shape, statement.split(";"), strict=True):
-                width = count * len(_insert_fields(model))
-                cursor.execute(part, params[start : start + width])
-                start += width
+            params = _insert_params(groups)
+            statement = _insert_statement(shape, connection.vendor)
+            if ";" not in statement:
+                cursor.execute(statement, params)
+            else:
+                start = 0
+                for (model, count), part in zip(shape, statement.split(";"), strict=True):
+                    width = count * len(_insert_fields(model))
+                    cursor.execute(part, params[start : start + width])
+                    start += width
     for group in groups:
         for instance in group:
             instance._state.adding = False

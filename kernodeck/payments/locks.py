@@ -2,7 +2,6 @@
 
 import functools
 
-from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
 from django.utils.translation import gettext as _
 
@@ -12,7 +11,7 @@ from kernodeck.core.errors import NotFound
 from kernodeck.ledger.locks import lock_topup
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders.models import Order
-from kernodeck.payments.models import AddressCounter, PaymentIntent, PaymentMethod
+from kernodeck.payments.models import AddressCounter, PaymentIntent, PaymentMethod, Rate
 
 
 def lock_counter(*, chain: str, wallet_fingerprint: str) -> AddressCounter:
@@ -58,7 +57,6 @@ def counter_take_index(*, chain: str, wallet_fingerprint: str) -> int:
     return row[0] - 1
 
 
-_ACCOUNT = rows.Columns(get_user_model(), "u")
 _ORDER = rows.Columns(Order, "o")
 _INTENT = rows.Columns(PaymentIntent, "i")
 _METHOD = rows.Columns(PaymentMethod, "m")
@@ -69,10 +67,35 @@ def _order_of_owner_statement(vendor: str) -> str:
     # The column lists come from the models, never from input. The account is first in
     # FROM: PostgreSQL locks a joined row's tables in that order (the account, then the
     # order, as every money path takes them).
+    # Only the order's columns come back: the account row is locked all the same (a
+    # locking clause without OF locks the rows of every table in FROM).
     return (
-        f"SELECT {_ACCOUNT.sql()}, {_ORDER.sql()} FROM accounts_user u "  # noqa: S608
+        f"SELECT {_ORDER.sql()} FROM accounts_user u "  # noqa: S608
         "JOIN orders_order o ON o.owner_id = u.id "
         "WHERE u.id = %s AND o.reference = %s" + rows.lock_clause()
+    )
+
+
+# The method (alias m) and its asset's fresh rate (alias r): the newest younger than the
+# moment given (the first parameter), as `selectors.rate_current` reads it.
+METHOD_WITH_FRESH_RATE = (
+    "LEFT JOIN payments_rate r ON r.id = (SELECT n.id FROM payments_rate n "
+    "WHERE n.asset = m.asset AND n.fetched_at >= %s "
+    "ORDER BY n.fetched_at DESC, n.id DESC LIMIT 1)"
+)
+_RATE = rows.Columns(Rate, "r")
+
+
+@functools.cache
+def _order_of_owner_with_method_statement(vendor: str) -> str:
+    # As _order_of_owner_statement, with the method and its rate read (not locked: the
+    # locking clause names the account and the order only) in the same statement.
+    return (
+        f"SELECT {_ORDER.sql()}, {_METHOD.sql()}, {_RATE.sql()} "  # noqa: S608
+        "FROM accounts_user u JOIN orders_order o ON o.owner_id = u.id "
+        "LEFT JOIN payments_paymentmethod m ON m.code = %s "
+        f"{METHOD_WITH_FRESH_RATE} "
+        "WHERE u.id = %s AND o.reference = %s" + rows.lock_clause(of=("u", "o"))
     )
 
 
@@ -85,24 +108,48 @@ def _intents_of_order_statement(vendor: str) -> str:
     )
 
 
-def lock_order_of_owner(*, owner_id: int, reference: str):
+def lock_order_of_owner(*, owner, reference: str):
     """Lock the owner's account, then the owner's order with this reference (NotFound, a
     404, when the owner has none: another customer's order is never locked nor named).
 
     The account comes first, as in `orders.locks.lock_order`; both are found and locked
     in one statement, so the order need not be read before the locks. When the owner has
-    no such order nothing is locked (and nothing is written: the answer is a 404)."""
+    no such order nothing is locked (and nothing is written: the answer is a 404). The
+    order's `.owner` is the given account object (its row is locked, not read again)."""
     with connection.cursor() as cursor:
         cursor.execute(
             _order_of_owner_statement(connection.vendor),
-            [owner_id, str(reference or "").upper()[:16]],
+            [owner.pk, str(reference or "").upper()[:16]],
         )
         row = cursor.fetchone()
     if row is None:
         raise NotFound(_("No order with this reference on your account."))
-    order = _ORDER.load(row[len(_ACCOUNT) :])
-    order.owner = _ACCOUNT.load(row[: len(_ACCOUNT)])  # just read under its lock
+    order = _ORDER.load(row)
+    order.owner = owner
     return order
+
+
+def lock_order_of_owner_with_method(*, owner, reference: str, method_code: str, fresh_since):
+    """`lock_order_of_owner`, and in the same statement the method `method_code` and its
+    asset's newest rate fetched since `fresh_since` (each None when there is none):
+    (order, method, rate)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _order_of_owner_with_method_statement(connection.vendor),
+            [
+                str(method_code or ""),
+                rows.datetime_param(fresh_since),
+                owner.pk,
+                str(reference or "").upper()[:16],
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise NotFound(_("No order with this reference on your account."))
+    order = _ORDER.load(row[: len(_ORDER)])
+    order.owner = owner
+    rest = row[len(_ORDER) :]
+    return order, _METHOD.load(rest[: len(_METHOD)]), _RATE.load(rest[len(_METHOD) :])
 
 
 def intents_of_locked_order(order) -> list[PaymentIntent]:

@@ -38,20 +38,21 @@ def _method_with_rate_statement(vendor: str) -> str:
     # The column lists come from the models, never from input.
     return (
         f"SELECT {_METHOD.sql()}, {_RATE.sql()} FROM payments_paymentmethod m "  # noqa: S608
-        "LEFT JOIN payments_rate r ON r.id = (SELECT n.id FROM payments_rate n "
-        "WHERE n.asset = m.asset AND n.fetched_at >= %s "
-        "ORDER BY n.fetched_at DESC, n.id DESC LIMIT 1) "
-        "WHERE m.code = %s"
+        f"{locks.METHOD_WITH_FRESH_RATE} WHERE m.code = %s"
     )
+
+
+def _fresh_since():
+    """Rates fetched since this moment are fresh (KERNODECK_RATE_MAX_AGE)."""
+    return clock.now() - timedelta(seconds=settings.KERNODECK_RATE_MAX_AGE)
 
 
 def _method_with_rate(code: str) -> tuple[PaymentMethod | None, Rate | None]:
     """The method and its asset's fresh rate (as `selectors.rate_current` reads it: the
     newest younger than KERNODECK_RATE_MAX_AGE) in one statement written once."""
-    fresh_since = clock.now() - timedelta(seconds=settings.KERNODECK_RATE_MAX_AGE)
     statement = _method_with_rate_statement(connection.vendor)
     with connection.cursor() as cursor:
-        cursor.execute(statement, [rows.datetime_param(fresh_since), str(code or "")])
+        cursor.execute(statement, [rows.datetime_param(_fresh_since()), str(code or "")])
         row = cursor.fetchone()
     if row is None:
         return None, None
@@ -356,14 +357,16 @@ def payment_intent_create_for_reference(
     *, owner, reference: str, method_code: str, actor, different_payment: bool = False
 ) -> PaymentIntent:
     """`payment_intent_create_for_order` for the owner's order named by `reference`, without
-    reading the order before its lock (the API's path: one statement fewer).
+    reading the order before its lock (the API's path: one statement fewer), and with the
+    method and its fresh rate read by the statement that locks (one more fewer).
 
     Another customer's (or an unknown) reference is a 404 before any other answer: a refusal
-    of the throttle or of the method reads the order first and answers 404 if it is not the
-    owner's; under the lock, the order is looked up by reference and owner."""
+    of the throttle reads the order first and answers 404 if it is not the owner's; under
+    the lock, the order is looked up by reference and owner, and the method's refusals
+    come after. When no fresh rate is at hand and demo mode may fetch one, the transaction
+    ends, `instructions_prepare` fetches it outside any lock, and the order is locked again."""
     try:
         instructions_throttle_check(owner.pk)
-        prepared = instructions_prepare(method_code)
     except ServiceError:
         order_selectors.order_get_for_owner(owner=owner, reference=reference, with_offer=False)
         raise
@@ -372,9 +375,18 @@ def payment_intent_create_for_reference(
         reference=reference,
         method_code=method_code,
         actor=actor,
-        prepared=prepared,
+        prepared=None,
         different_payment=different_payment,
     )
+    if intent is None:  # a rate to fetch first (demo mode)
+        intent = _payment_intent_create_for_reference(
+            owner=owner,
+            reference=reference,
+            method_code=method_code,
+            actor=actor,
+            prepared=instructions_prepare(method_code),
+            different_payment=different_payment,
+        )
     instructions_throttle_hit(owner.pk)
     return intent
 
@@ -382,9 +394,23 @@ def payment_intent_create_for_reference(
 @retry_lost_races
 def _payment_intent_create_for_reference(
     *, owner, reference: str, method_code: str, actor, prepared, different_payment
-) -> PaymentIntent:
+) -> PaymentIntent | None:
+    """None (and nothing done) when `prepared` is None and the method has no fresh rate
+    while demo mode could fetch one: call again with `instructions_prepare`'s answer."""
     with transaction.atomic():
-        order = locks.lock_order_of_owner(owner_id=owner.pk, reference=reference)
+        if prepared is not None:
+            order = locks.lock_order_of_owner(owner=owner, reference=reference)
+        else:
+            order, method, rate = locks.lock_order_of_owner_with_method(
+                owner=owner,
+                reference=reference,
+                method_code=method_code,
+                fresh_since=_fresh_since(),
+            )
+            if rate is None and method is not None and settings.KERNODECK_DEMO:
+                return None
+            method = _usable_method(method_code, method, rate_ready=rate is not None)
+            prepared = (method, rate)
         return _create_for_locked_order(
             order=order,
             method_code=method_code,
