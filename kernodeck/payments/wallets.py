@@ -9,12 +9,10 @@ WalletConfigError that says why and what to export instead, and never repeats th
 
 import functools
 import hashlib
-import hmac
 import re
 import secrets
 from dataclasses import dataclass
 
-import coincurve
 from bip_utils import (
     Base58ChecksumError,
     Base58Decoder,
@@ -26,8 +24,6 @@ from bip_utils import (
     Bip84,
     Bip84Coins,
     Ed25519PublicKey,
-    Hash160,
-    P2WPKHAddrEncoder,
     SegwitBech32Decoder,
     SegwitBech32Encoder,
 )
@@ -245,99 +241,6 @@ def _receive_chain(chain, public_key, testnet):
 REGTEST_HRP = {Chain.BITCOIN: ("tb", "bcrt"), Chain.LITECOIN: ("tltc", "rltc")}
 
 
-class _ReceiveChain:
-    """The receive chain's public key and chain code, and how its children become
-    addresses: one HMAC-SHA512 and one point addition a child (BIP32's public derivation,
-    CKDpub), then, for native SegWit, the bech32 address of its key's HASH160.
-
-    What bip-utils' `AddressIndex(i).PublicKey().ToAddress()` computes (the tests compare
-    them), without the objects it builds and checks at every step: about a quarter of the
-    CPU per address. Other address kinds (Ethereum, Tron) are encoded by bip-utils' own
-    address class from the child key."""
-
-    def __init__(self, chain, public_key, testnet, regtest):
-        node = _receive_chain(chain, public_key, testnet)
-        bip32 = node.Bip32Object()
-        self.chain_code = bip32.ChainCode().ToBytes()
-        self.key = bip32.PublicKey().RawCompressed().ToBytes()
-        self.point = coincurve.PublicKey(self.key)
-        conf = node.CoinConf()
-        self.encoder = conf.AddrClass()
-        self.params = conf.AddrParamsWithResolvedCalls(bip32.PublicKey())
-        self.hrp = None
-        if self.encoder is P2WPKHAddrEncoder:
-            self.hrp = self.params["hrp"]
-            if regtest and chain in REGTEST_HRP:
-                self.hrp = REGTEST_HRP[Chain(chain)][1]
-            self.hrp_state = _bech32_hrp_state(self.hrp)
-
-    def child_key(self, index: int) -> bytes:
-        digest = hmac.digest(self.chain_code, self.key + index.to_bytes(4, "big"), "sha512")
-        # A tweak that is not a valid scalar (odds about 2**-127) raises, as bip-utils does.
-        return self.point.add(digest[:32]).format(compressed=True)
-
-    def address(self, index: int) -> str:
-        key = self.child_key(index)
-        if self.hrp is None:
-            return self.encoder.EncodeKey(key, **self.params)
-        return _bech32_p2wpkh(self.hrp, self.hrp_state, _hash160(key))
-
-
-def _hash160_hashlib(data: bytes) -> bytes:
-    return hashlib.new("ripemd160", hashlib.sha256(data).digest()).digest()
-
-
-try:  # OpenSSL 3 without its legacy provider has no RIPEMD-160: bip-utils' own then
-    _hash160_hashlib(b"")
-    _hash160 = _hash160_hashlib
-except ValueError:
-    _hash160 = Hash160.QuickDigest
-
-
-# BIP173's bech32 (witness version 0: Bitcoin's and Litecoin's P2WPKH addresses), with the
-# generator's five steps folded into one table and the prefix's part of the checksum
-# computed once per prefix.
-_BECH32_CHARSET = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
-_BECH32_GENERATOR = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
-_BECH32_TABLE = tuple(
-    functools.reduce(
-        lambda acc, i: acc ^ (_BECH32_GENERATOR[i] if (top >> i) & 1 else 0), range(5), 0
-    )
-    for top in range(32)
-)
-
-
-def _bech32_step(state: int, value: int) -> int:
-    return ((state & 0x1FFFFFF) << 5) ^ value ^ _BECH32_TABLE[state >> 25]
-
-
-@functools.cache
-def _bech32_hrp_state(hrp: str) -> int:
-    state = 1
-    for value in [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp]:
-        state = _bech32_step(state, value)
-    return state
-
-
-def _bech32_p2wpkh(hrp: str, hrp_state: int, program: bytes) -> str:
-    """The bech32 address of a version-0 witness program of 20 bytes."""
-    number = int.from_bytes(program, "big")
-    data = [0] + [(number >> shift) & 31 for shift in range(155, -5, -5)]
-    state = hrp_state
-    for value in data:
-        state = _bech32_step(state, value)
-    for _ in range(6):
-        state = _bech32_step(state, 0)
-    state ^= 1  # bech32's constant (witness version 0)
-    checksum = [(state >> shift) & 31 for shift in range(25, -5, -5)]
-    return hrp + "1" + "".join(_BECH32_CHARSET[value] for value in data + checksum)
-
-
-@functools.lru_cache(maxsize=64)
-def _receive_chain_fast(chain, public_key, testnet, regtest) -> _ReceiveChain:
-    return _ReceiveChain(chain, public_key, testnet, regtest)
-
-
 def derive_address(
     chain: str, public_key: str, index: int, *, testnet: bool, regtest: bool = False
 ) -> str:
@@ -345,15 +248,6 @@ def derive_address(
     `regtest`: the testnet address in the regtest spelling, bcrt1…, rltc1…)."""
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < MAX_INDEX:
         raise ValueError(f"Address index must be an integer from 0 to {MAX_INDEX - 1}.")
-    node = _receive_chain_fast(chain, public_key.strip(), bool(testnet or regtest), bool(regtest))
-    return node.address(index)
-
-
-def derive_address_reference(
-    chain: str, public_key: str, index: int, *, testnet: bool, regtest: bool = False
-) -> str:
-    """`derive_address` through bip-utils' own objects (what the fast path is checked
-    against)."""
     node = _receive_chain(chain, public_key.strip(), bool(testnet or regtest))
     address = node.AddressIndex(index).PublicKey().ToAddress()
     if regtest and chain in REGTEST_HRP:

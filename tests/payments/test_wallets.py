@@ -36,7 +36,6 @@ from kernodeck.payments.wallets import (
     WalletConfigError,
     demo_wallet,
     derive_address,
-    derive_address_reference,
     load_wallets,
     new_solana_reference,
     parse_public_key,
@@ -154,21 +153,6 @@ def test_tron_published_first_address():
 
 
 # --- watch-only equals private-side derivation ------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("chain", "testnet", "regtest"),
-    [(chain, testnet, False) for chain, testnet in SCHEMES]
-    + [("bitcoin", True, True), ("litecoin", True, True)],
-)
-def test_the_fast_derivation_gives_bip_utils_addresses(chain, testnet, regtest):
-    """derive_address computes CKDpub and bech32 itself: the addresses bip-utils' own
-    objects give, index by index, in every chain mode."""
-    xpub = demo_wallet(chain, testnet=testnet).public_key
-    for index in [*range(64), 2**31 - 1]:
-        assert derive_address(
-            chain, xpub, index, testnet=testnet, regtest=regtest
-        ) == derive_address_reference(chain, xpub, index, testnet=testnet, regtest=regtest)
 
 
 @pytest.mark.parametrize(("chain", "testnet"), list(SCHEMES))
