@@ -77,6 +77,8 @@ def mutated(draw, network):
             parent[path[-1]]
         except (KeyError, IndexError, TypeError):
             continue  # an earlier change replaced what held this path
+        if not isinstance(parent, dict | list):
+            continue  # an earlier change put a string where a list was: "ab"[0] reads
         value = draw(st.one_of(JSON, st.just(DELETE)))
         if value is DELETE and isinstance(parent, dict) and len(path) > 1:
             del parent[path[-1]]
