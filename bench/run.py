@@ -25,6 +25,7 @@ nothing is remembered between runs.
 """
 
 import argparse
+import atexit
 import json
 import os
 import re
@@ -122,6 +123,17 @@ def start_server(env, port: int, workers: int) -> subprocess.Popen:
             time.sleep(0.3)
     server.kill()
     sys.exit("the server did not become ready within 60 s")
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Stop a server started here with its workers (its process group); once is enough."""
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    process.wait(timeout=30)
 
 
 def start_hello(env, port: int, workers: int) -> subprocess.Popen:
@@ -299,6 +311,10 @@ def main() -> int:
             )
     if not PYTHON.exists():
         sys.exit("create the virtual environment first: python3 dev.py test --version")
+    if Path(sys.prefix).resolve() != PYTHON.parent.parent.resolve():
+        # Started by another Python (the documented `python3 bench/run.py`): the floors
+        # read kernodeck serve's settings in this process, so go on in ./.venv's.
+        return subprocess.call([str(PYTHON), __file__, *sys.argv[1:]])
 
     port = free_port()
     env = environment(port, database=options.database, redis_db=options.redis_db)
@@ -307,6 +323,9 @@ def main() -> int:
     seed = prepare_database(env, options.orders, 1000 * options.duration * options.runs + 2)
     workers = options.workers or min(2 * (os.cpu_count() or 1) + 1, 12)
     server = start_server(env, port, workers)
+    # A failure before the rows' try (the hello server, counting queries) must not leave
+    # the servers running: stop() is idempotent and also runs at exit.
+    atexit.register(stop, server)
     base = f"http://127.0.0.1:{port}"
     folder = Path(tempfile.mkdtemp(prefix="kernodeck-wrk-"))
     quote = {"offer": seed["offer"], "days": 7, "units": 2, "preparation": "pytorch"}
@@ -375,6 +394,7 @@ def main() -> int:
     connections = {cases[-1][0]: options.pay_clients}
     hello_port = free_port()
     hello = start_hello(env, hello_port, workers)
+    atexit.register(stop, hello)
     floors = {"/healthz": [], "hello": []}  # req/s, loaded before the first row and after the last
 
     def load_floors():
@@ -429,8 +449,7 @@ def main() -> int:
             )
     finally:
         for process in (server, hello):
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=30)
+            stop(process)
     if options.runs > 1:
         print_summary(runs)
     others(options)
