@@ -252,15 +252,25 @@ def tunnel(node, account, key, socket_path):
     argv[-1:-1] = ["-L", f"127.0.0.1:{port}:{socket_path}"]
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(100):  # until the forward listens
+        # Until the forward listens (after the login, which a busy machine makes slow): a
+        # tunnel that never came up would make "the other tenant's tunnel does not reach
+        # it" true for the wrong reason.
+        for _ in range(600):
             with socketlib.socket() as sock:
                 if sock.connect_ex(("127.0.0.1", port)) == 0:
                     break
+            assert process.poll() is None, f"ssh -L ended with {process.returncode}"
             time.sleep(0.1)
+        else:
+            raise AssertionError("the tunnel's local port never listened")
         yield port
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # ssh busy in its handshake ignores SIGTERM a while
+            process.kill()
+            process.wait(timeout=10)
 
 
 def test_the_notebook_listens_on_a_socket_only_its_owner_reaches_and_no_token_is_on_view(node):
