@@ -76,6 +76,24 @@ def access_out(access) -> dict | None:
 def order_out(order, *, access, intents) -> dict:
     """An order as OrderOut, given its owner's access (`access_for_owner`) and its payment
     instructions, newest first."""
+    # Why a rental failed or is suspended, as the order file says; else empty.
+    reason = provisioning_selectors.rental_overview_reason(order=order)
+    return _order_fields(
+        order, access=access, intents=intents, reason=reason, moment=_as_is, usd=usd_str
+    )
+
+
+def _as_is(moment):
+    return moment
+
+
+def _order_fields(order, *, access, intents, reason: str, moment, usd) -> dict:
+    """OrderOut's fields of `order` (a model instance or an `OrderRow`), its moments and
+    prices written by `moment` and `usd`."""
+
+    def when(value):
+        return None if value is None else moment(value)
+
     return {
         "reference": order.reference,
         "offer": order.offer_slug,
@@ -83,16 +101,15 @@ def order_out(order, *, access, intents) -> dict:
         "units": order.units,
         "gpus": order.gpus,
         "preparation": order.preparation,
-        "unit_price_usd": usd_str(order.unit_price_usd),
-        "total_usd": usd_str(order.total_usd),
+        "unit_price_usd": usd(order.unit_price_usd),
+        "total_usd": usd(order.total_usd),
         "payment_state": order.payment_state,
         "rental_state": order.rental_state,
-        "starts_at": order.starts_at,
-        "ends_at": order.ends_at,
-        "created_at": order.created_at,
-        "hold_until": order.hold_until,
-        # Why a rental failed or is suspended, as the order file says; else empty.
-        "rental_reason": provisioning_selectors.rental_overview_reason(order=order),
+        "starts_at": when(order.starts_at),
+        "ends_at": when(order.ends_at),
+        "created_at": when(order.created_at),
+        "hold_until": when(order.hold_until),
+        "rental_reason": reason,
         "access": access_out(access),
         "payments": [intent_out(intent) for intent in intents],
     }
@@ -138,26 +155,9 @@ _usd_text = functools.lru_cache(maxsize=4096)(usd_str)
 def order_row_out(order, *, access, intents, reason: str) -> dict:
     """`order_out` of an `orders.selectors.OrderRow`, its moments already JSON text, given
     its reason (`rental_overview_reasons_by_order`)."""
-    starts, ends = order.starts_at, order.ends_at
-    return {
-        "reference": order.reference,
-        "offer": order.offer_slug,
-        "days": order.days,
-        "units": order.units,
-        "gpus": order.gpus,
-        "preparation": order.preparation,
-        "unit_price_usd": _usd_text(order.unit_price_usd),
-        "total_usd": _usd_text(order.total_usd),
-        "payment_state": order.payment_state,
-        "rental_state": order.rental_state,
-        "starts_at": None if starts is None else _json_time(starts),
-        "ends_at": None if ends is None else _json_time(ends),
-        "created_at": _json_time(order.created_at),
-        "hold_until": _json_time(order.hold_until),
-        "rental_reason": reason,
-        "access": None if access is None else access_out(access),
-        "payments": [intent_out(intent) for intent in intents] if intents else [],
-    }
+    return _order_fields(
+        order, access=access, intents=intents, reason=reason, moment=_json_time, usd=_usd_text
+    )
 
 
 @router.get("/orders", response=PagedOrderOut)
