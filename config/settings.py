@@ -125,6 +125,9 @@ MIDDLEWARE = [
     # (core/stack.py).
     "kernodeck.core.stack.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # A visitor without cookies gets a stored public page here, with the headers the rest
+    # of the stack gave it and a CSRF cookie of their own (core/pagecache.py).
+    "kernodeck.core.pagecache.StoredPageMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "kernodeck.core.stack.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",

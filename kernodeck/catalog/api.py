@@ -93,9 +93,12 @@ def _offers_body() -> bytes:
 
 
 @router.get("/offers", auth=None, response=list[OfferOut])
+@caching.shared_page()
 def offers(request):
     """Every active offer, with per-unit prices by duration (days) and units free now."""
-    # The same for every caller of a language: kept rendered in the catalog cache.
+    # The same for every caller of a language: kept rendered in the catalog cache, and
+    # the whole answer, to callers without a token or cookies, in each process's page
+    # cache (core/pagecache.py), which follows the catalog version as the catalog page does.
     body = caching.cached(f"api-offers:{get_language()}", _offers_body)
     return _json(body)
 

@@ -77,6 +77,41 @@ def cached(key: str, build):
     return value
 
 
+_here: dict[str, tuple[object, object, object]] = {}  # key -> (version, built_at, value)
+
+
+def clear_here() -> None:
+    """Forget this process's copies (tests; a process keeps them until it ends)."""
+    _here.clear()
+
+
+def cached_here(key: str, build):
+    """`cached(key, build)` with this process's copy in front, for answers asked for many
+    times a second (quotes): the copy is used while the shared version, read at most once
+    a second (core/pagecache.py's check, the one stored pages follow), is the one read
+    before it was fetched, and for at most max-age. A change that bumps the version shows
+    within about a second, as on the catalog page; a hold that lapses without a bump
+    within twice max-age (the copy's on top of the shared entry's). Only while the page
+    cache is on (KERNODECK_PAGE_CACHE_SECONDS > 0): otherwise `cached` itself."""
+    max_age = _max_age()
+    if not max_age or not pagecache.enabled():
+        return cached(key, build)
+    now = clock.now()
+    known = _here.get(key)
+    if known is not None:
+        version, built_at, value = known
+        if timedelta(0) <= now - built_at < max_age and (
+            pagecache.shared_version(VERSION_KEY, now=now) == version
+        ):
+            return value
+    # Read before the value, so a bump in between leaves the copy behind at once.
+    version = pagecache.shared_version(VERSION_KEY, now=now, fresh=True)
+    value = cached(key, build)
+    if version is not None:
+        _here[key] = (version, now, value)
+    return value
+
+
 def shared_page(*, params=()):
     """`core.pagecache.shared_page` for a page that shows the catalog's figures: its stored
     copies follow the version (dropped within a second of a bump) and are used for at most

@@ -128,7 +128,7 @@ def _price_sheets() -> dict[str, tuple[PriceSheet, int]]:
 def price_sheet_cached(*, slug: str) -> tuple[PriceSheet, int]:
     """The active offer's price sheet and units free, from the catalog cache (small plain
     values, quick to read back), or the InvalidInput offer_get_active gives."""
-    found = caching.cached("sheets", _price_sheets).get(str(slug or "")[:50])
+    found = caching.cached_here("sheets", _price_sheets).get(str(slug or "")[:50])
     if found is None:
         raise InvalidInput(
             _("There is no GPU offer called “%(slug)s”.") % {"slug": slug}, field="offer"

@@ -28,8 +28,25 @@ Only a 200, non-streaming answer that set no cookie, left the session unchanged 
 queued no message is stored. The middleware sits last in MIDDLEWARE: every other
 middleware (CSRF, locale, CSP, X-Frame-Options, metrics) still runs on a served copy, and
 the copy carries the view's own headers and the URL match the metrics label it by.
+
+A visitor who sends no cookie at all and no Authorization (a first visit, a crawler, a
+load test) is answered earlier, by `StoredPageMiddleware` right after WhiteNoise: once a
+whole answer of a stored page has come back through the rest of the stack, its headers
+as they left the stack (the session's, locale's, CSRF's `Vary`, `Content-Language`,
+`Content-Length`, X-Frame-Options) are kept with the copy, and such a visitor gets the copy
+with those very headers and a CSRF cookie of their own, without the session, locale,
+common, CSRF, auth, messages, input-guard and X-Frame-Options middlewares: none of them
+can change that answer (no cookie, nothing in the session or messages, a key that only a
+refused-free, accepted query matches; the host is still validated as CommonMiddleware does,
+the language chosen as LocaleMiddleware does). The middlewares before it (request id,
+metrics, security headers and the HTTPS redirect, CSP) run as for any request.
+
+The visitor's token is made here as Django's `get_token` makes it (a 32-character secret
+of CSRF_ALLOWED_CHARS, a mask of the same, the cipher Django unmasks), the characters drawn
+uniformly from os.urandom by bytes.translate instead of 64 `SystemRandom.choice` calls.
 """
 
+import os
 import secrets
 import threading
 from collections import OrderedDict
@@ -38,9 +55,11 @@ from datetime import datetime, timedelta
 from functools import wraps
 
 from django.conf import settings
+from django.conf.urls.i18n import is_language_prefix_patterns_used
 from django.core.cache import cache
 from django.http import HttpResponse
-from django.middleware.csrf import get_token
+from django.middleware.csrf import CSRF_ALLOWED_CHARS, CSRF_SECRET_LENGTH
+from django.utils import translation
 from django.utils.translation import get_language
 
 from kernodeck.core import clock
@@ -51,7 +70,7 @@ PLACEHOLDER = f"kernodeck-shared-page-{secrets.token_hex(16)}"
 _PLACEHOLDER_BYTES = PLACEHOLDER.encode("ascii")
 
 
-@dataclass(frozen=True)
+@dataclass
 class Page:
     body: bytes  # with the placeholder where the visitor's token goes
     headers: tuple[tuple[str, str], ...]
@@ -60,6 +79,9 @@ class Page:
     max_age: timedelta
     version_key: str | None
     version: object
+    # The headers of a whole answer of this copy as it left the rest of the stack, for
+    # StoredPageMiddleware (None until one has come back through it).
+    outer_headers: tuple[tuple[str, str], ...] | None = None
 
 
 class Candidate:
@@ -77,6 +99,9 @@ class Candidate:
 
 
 _pages: OrderedDict = OrderedDict()
+# The paths of copies StoredPageMiddleware can serve: any other request passes it without
+# choosing a language (bounded: only shared pages' paths, forgotten past 4 times ENTRIES).
+_early_paths: set[str] = set()
 _versions: dict[str, tuple[object, datetime]] = {}
 _lock = threading.Lock()
 
@@ -86,6 +111,7 @@ def clear() -> None:
     with _lock:
         _pages.clear()
         _versions.clear()
+        _early_paths.clear()
 
 
 def _seconds() -> int:
@@ -100,6 +126,18 @@ def _read_version(key: str, *, now: datetime):
     with _lock:
         _versions[key] = (version, now)
     return version
+
+
+def shared_version(key: str, *, now: datetime, fresh: bool = False):
+    """The shared version under `key` (None: unknown, or the cache is down), read at most
+    once every VERSION_CHECK_SECONDS unless `fresh`; for this process's other copies that
+    follow a version as stored pages do (catalog/caching.py's `cached_here`)."""
+    return _read_version(key, now=now) if fresh else _version(key, now=now)
+
+
+def enabled() -> bool:
+    """Whether process-local copies of shared answers are in use (the page cache's setting)."""
+    return _seconds() > 0
 
 
 def _version(key: str, *, now: datetime):
@@ -203,9 +241,43 @@ def _storable(request, response, candidate) -> bool:
     return not getattr(messages, "added_new", False)
 
 
+# bytes.translate maps each random byte to a character by its low six bits and deletes
+# the two values of 64 that name none: every one of the 62 characters has exactly four
+# bytes of 256, so each kept character is uniform, as get_random_string's are.
+_CHARS = CSRF_ALLOWED_CHARS.encode("ascii")
+_TO_CHAR = bytes(_CHARS[b & 63] if b & 63 < len(_CHARS) else 0 for b in range(256))
+_NO_CHAR = bytes(b for b in range(256) if b & 63 >= len(_CHARS))
+_INDEX = {char: i for i, char in enumerate(CSRF_ALLOWED_CHARS)}
+
+
+def _random_chars(length: int) -> str:
+    """`length` characters of CSRF_ALLOWED_CHARS, uniform, from the system's CSPRNG."""
+    drawn = b""
+    while len(drawn) < length:
+        drawn += os.urandom(length + 8).translate(_TO_CHAR, _NO_CHAR)
+    return drawn[:length].decode("ascii")
+
+
+def csrf_token(request) -> str:
+    """Django's `get_token(request)`, the same secret handling and token format (the
+    cookie's secret when the request brought one, else a new one that CsrfViewMiddleware
+    sets as the cookie), with the random characters drawn by `_random_chars`."""
+    meta = request.META
+    secret = meta.get("CSRF_COOKIE")
+    if secret is None:
+        secret = _random_chars(CSRF_SECRET_LENGTH)
+        meta["CSRF_COOKIE"] = secret
+    meta["CSRF_COOKIE_NEEDS_UPDATE"] = True
+    mask = _random_chars(CSRF_SECRET_LENGTH)
+    chars, index, count = CSRF_ALLOWED_CHARS, _INDEX, len(CSRF_ALLOWED_CHARS)
+    return mask + "".join(
+        chars[(index[s] + index[m]) % count] for s, m in zip(secret, mask, strict=True)
+    )
+
+
 def _with_token(request, response):
     if not response.streaming and _PLACEHOLDER_BYTES in response.content:
-        token = get_token(request).encode("ascii")
+        token = csrf_token(request).encode("ascii")
         response.content = response.content.replace(_PLACEHOLDER_BYTES, token)
     return response
 
@@ -227,6 +299,7 @@ class PageCacheMiddleware:
             with _lock:
                 if key in _pages:
                     _pages.move_to_end(key)
+            request._page_answered = page
             return self._serve(request, page)
         candidate = request._shared_page = Candidate(key)
         response = self.get_response(request)
@@ -247,6 +320,7 @@ class PageCacheMiddleware:
                 _pages.move_to_end(key)
                 while len(_pages) > ENTRIES:
                     _pages.popitem(last=False)
+            request._page_answered = stored
         return _with_token(request, response)
 
     @staticmethod
@@ -254,8 +328,101 @@ class PageCacheMiddleware:
         request.resolver_match = page.resolver_match  # the metrics' route label
         body = page.body
         if _PLACEHOLDER_BYTES in body:
-            body = body.replace(_PLACEHOLDER_BYTES, get_token(request).encode("ascii"))
+            body = body.replace(_PLACEHOLDER_BYTES, csrf_token(request).encode("ascii"))
         response = HttpResponse(body)
         for name, value in page.headers:
             response.headers[name] = value
+        return response
+
+
+def _cookieless(request) -> bool:
+    """A GET or HEAD that brings no cookie at all and no Authorization, where nothing in
+    the settings would make the skipped middlewares answer differently."""
+    return (
+        request.method in ("GET", "HEAD")
+        and not request.META.get("HTTP_COOKIE")
+        and "HTTP_AUTHORIZATION" not in request.META
+        and not settings.CSRF_USE_SESSIONS
+        and not settings.PREPEND_WWW
+        and not settings.DISALLOWED_USER_AGENTS
+        and not is_language_prefix_patterns_used(
+            getattr(request, "urlconf", settings.ROOT_URLCONF)
+        )[0]
+    )
+
+
+class StoredPageMiddleware:
+    """Answer a visitor without cookies from a stored copy, with the headers the rest of
+    the stack gave that copy, right after WhiteNoise (see this module's docstring)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path not in _early_paths or _seconds() <= 0 or not _cookieless(request):
+            return self._through(request)
+        request.get_host()  # DisallowedHost (400), as CommonMiddleware would raise it
+        # As LocaleMiddleware chooses it (no cookie: from Accept-Language).
+        language = translation.get_language_from_request(request, check_path=False)
+        translation.activate(language)
+        request.LANGUAGE_CODE = translation.get_language()
+        key = (request.path, request.META.get("QUERY_STRING", ""), request.LANGUAGE_CODE)
+        page = _pages.get(key)
+        if page is not None and page.outer_headers is not None and _fresh(page, clock.now()):
+            with _lock:
+                if key in _pages:
+                    _pages.move_to_end(key)
+            return self._serve(request, page)
+        return self._through(request)
+
+    def _through(self, request):
+        response = self.get_response(request)
+        answered = getattr(request, "_page_answered", None)
+        if answered is not None and answered.outer_headers is None and _cookieless(request):
+            self._keep_headers(request, answered, response)
+        return response
+
+    @staticmethod
+    def _keep_headers(request, page: Page, response) -> None:
+        """Keep the headers of `page`'s answer as they left the stack, when it is the whole
+        answer: a 200 whose only cookie is the CSRF one its token called for."""
+        cookies = set(response.cookies)
+        wants_token = _PLACEHOLDER_BYTES in page.body
+        if (
+            response.status_code == 200
+            and not response.streaming
+            and cookies == ({settings.CSRF_COOKIE_NAME} if wants_token else set())
+        ):
+            page.outer_headers = tuple(response.headers.items())
+            with _lock:
+                if len(_early_paths) >= 4 * ENTRIES:
+                    _early_paths.clear()
+                _early_paths.add(request.path)
+
+    @staticmethod
+    def _serve(request, page: Page):
+        request.resolver_match = page.resolver_match  # the metrics' route label
+        body = page.body
+        secret = None
+        if _PLACEHOLDER_BYTES in body:
+            body = body.replace(_PLACEHOLDER_BYTES, csrf_token(request).encode("ascii"))
+            secret = request.META["CSRF_COOKIE"]
+        response = HttpResponse(body)
+        for name, value in page.outer_headers:
+            response.headers[name] = value
+        if "Content-Length" in response.headers:
+            response.headers["Content-Length"] = str(len(body))
+        if secret is not None:
+            # What CsrfViewMiddleware sets for a new secret (its Vary is in the headers).
+            response.set_cookie(
+                settings.CSRF_COOKIE_NAME,
+                secret,
+                max_age=settings.CSRF_COOKIE_AGE,
+                domain=settings.CSRF_COOKIE_DOMAIN,
+                path=settings.CSRF_COOKIE_PATH,
+                secure=settings.CSRF_COOKIE_SECURE,
+                httponly=settings.CSRF_COOKIE_HTTPONLY,
+                samesite=settings.CSRF_COOKIE_SAMESITE,
+            )
+            request.META["CSRF_COOKIE_NEEDS_UPDATE"] = False
         return response
