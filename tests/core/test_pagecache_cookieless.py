@@ -213,3 +213,31 @@ def test_a_warm_quote_asks_neither_the_cache_nor_the_database(
     with django_assert_num_queries(0):
         assert api_post(client, "/quotes", body).content == expected.content
     assert calls == ["get"]
+
+
+def test_the_early_cookie_has_the_production_attributes_the_csrf_middleware_sets(settings):
+    settings.CSRF_COOKIE_SECURE = True
+    settings.CSRF_COOKIE_HTTPONLY = True
+    settings.CSRF_COOKIE_SAMESITE = "Strict"
+    settings.CSRF_COOKIE_DOMAIN = "testserver"
+    settings.CSRF_COOKIE_AGE = 3600
+    first = Client().get(reverse("faq"), **EN)
+    second = Client().get(reverse("faq"), **EN)
+    assert early(second)
+    first_cookie = first.cookies[settings.CSRF_COOKIE_NAME]
+    second_cookie = second.cookies[settings.CSRF_COOKIE_NAME]
+    assert second_cookie["secure"] and second_cookie["httponly"]
+    assert second_cookie["samesite"] == "Strict" and second_cookie["max-age"] == 3600
+    assert {k: v for k, v in first_cookie.items() if k != "expires"} == {
+        k: v for k, v in second_cookie.items() if k != "expires"
+    }
+
+
+def test_the_early_and_the_late_copy_carry_the_same_headers(offer):
+    Client().get(reverse("catalog:list"), **EN)
+    first_visit = Client().get(reverse("catalog:list"), **EN)
+    browser = Client()
+    browser.cookies[settings.CSRF_COOKIE_NAME] = "a" * 32
+    returning = browser.get(reverse("catalog:list"), **EN)
+    assert early(first_visit) and not early(returning) and not returning.templates
+    assert same_headers(first_visit, returning)
