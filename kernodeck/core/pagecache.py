@@ -6,7 +6,7 @@ the page when it has one that is still fresh, without URL resolution, view or te
 
 What makes a page the same for everyone: while a shareable page renders, `csrf_token` is a
 placeholder (`context_processors.csrf_placeholder`, which outranks Django's built-in one),
-and every answer, stored or not, has the placeholder replaced by one `get_token(request)`
+and every answer, stored or not, has the placeholder replaced by one `csrf_token(request)`
 of the visitor's own: a masked form of their CSRF secret, so CsrfViewMiddleware sets and
 rotates their cookie as it does for a rendered page, and their forms post as before.
 The placeholder is random per process, so no input can put it into a page.
