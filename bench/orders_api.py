@@ -71,6 +71,7 @@ def measure(token: str, requests: int, profile: int, path: str) -> dict:
 
     handler = WSGIHandler()
     statuses = []
+    servers = []  # (path, CPU seconds of the PostgreSQL backend) per timed round
 
     def start_response(status, headers, exc_info=None):
         statuses.append(status)
@@ -83,13 +84,17 @@ def measure(token: str, requests: int, profile: int, path: str) -> dict:
         return body
 
     def timed(target, auth, n):
+        server = _backend_cpu(connection)
         cpu, wall = time.process_time(), time.perf_counter()
         for _ in range(n):
             send(target, auth)
-        return (
-            1000 * (time.process_time() - cpu) / n,
-            1000 * (time.perf_counter() - wall) / n,
-        )
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        after = _backend_cpu(connection)
+        if server is not None and after is not None and after[0] == server[0]:
+            servers.append((target, after[1] - server[1]))
+        else:  # not measurable here, or a new connection (CONN_MAX_AGE) in the round
+            servers.append((target, float("nan")))
+        return 1000 * cpu / n, 1000 * wall / n
 
     for _ in range(50):  # warm: the token's last use, first-use caches
         send(path, token)
@@ -117,7 +122,11 @@ def measure(token: str, requests: int, profile: int, path: str) -> dict:
         stats.sort_stats("cumulative").print_stats(profile)
         stats.sort_stats("tottime").print_stats(profile)
         report = out.getvalue()
+    per_round = requests // rounds
     return {
+        "server_cpu_ms": 1000
+        * sum(cpu for target, cpu in servers if target == path)
+        / (per_round * rounds),
         "cpu_ms": list_cpu,
         "wall_ms": list_wall,
         "trivial_cpu_ms": trivial_cpu,
@@ -127,6 +136,23 @@ def measure(token: str, requests: int, profile: int, path: str) -> dict:
         "statements": statements,
         "profile": report,
     }
+
+
+def _backend_cpu(connection) -> tuple[int, float] | None:
+    """The connection's PostgreSQL backend and the CPU seconds (user and system) it has
+    used, read from /proc where the server runs on this machine; None elsewhere. The process
+    answering the statements is the other half of a request's cost on one machine."""
+    if connection.vendor != "postgresql":
+        return None
+    if connection.connection is None:
+        connection.ensure_connection()
+    pid = connection.connection.info.backend_pid
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return pid, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> int:
@@ -155,6 +181,7 @@ def main() -> int:
         f"{figures['bytes']} bytes), {options.requests} requests: "
         f"{figures['cpu_ms']:.3f} ms CPU and {figures['wall_ms']:.3f} ms wall per request "
         f"(trivial view {figures['trivial_cpu_ms']:.3f} / {figures['trivial_wall_ms']:.3f}), "
+        f"PostgreSQL backend {figures['server_cpu_ms']:.3f} ms CPU per request, "
         f"{len(figures['statements'])} statements (load average {load:.1f} → "
         f"{os.getloadavg()[0]:.1f})"
     )

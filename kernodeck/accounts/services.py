@@ -390,7 +390,7 @@ def api_token_authenticate(raw_token: str) -> User | None:
     if not raw_token or not raw_token.startswith(TOKEN_PREFIX) or len(raw_token) > 100:
         return None
     # Every API request asks this: a statement written once, not a queryset built each time.
-    with connection.cursor() as cursor:
+    with rows.prepared_cursor() as cursor:
         cursor.execute(_token_statement(connection.vendor), [_digest(raw_token), True])
         row = cursor.fetchone()
     if row is None:

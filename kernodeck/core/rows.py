@@ -23,7 +23,7 @@ import uuid
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
@@ -100,10 +100,19 @@ class Columns:
         found = self._converters_for(conn)
         if not found:
             return tuple
+        # The moments read as numbers are made here, not through a converter call each:
+        # a list of 50 rows with four moments each calls nothing per value.
+        epochs = [i for i, _column, converters in found if converters == [_from_epoch_micros]]
+        others = [entry for entry in found if entry[0] not in epochs]
+        epoch, micros = _EPOCH, datetime.timedelta
 
         def convert(values) -> list:
             values = list(values)
-            for i, column, converters in found:
+            for i in epochs:
+                value = values[i]
+                if value is not None:
+                    values[i] = epoch + micros(microseconds=value)
+            for i, column, converters in others:
                 for converter in converters:
                     values[i] = converter(values[i], column, conn)
             return values
@@ -120,6 +129,77 @@ class Columns:
             for converter in converters:
                 values[i] = converter(values[i], column, conn)
         return self.model.from_db(conn.alias, self.names, values)
+
+
+# psycopg prepares a statement only when asked (`prepare=True`): Django's own cursors bind
+# their parameters in the client and are never prepared, whatever this number.
+_ONLY_WHEN_ASKED = 2**31 - 1
+
+
+@functools.cache
+def _psycopg():
+    """The preparing cursor's class, and what it takes to give it the connection's time
+    zone, imported once and only where the database is PostgreSQL."""
+    import psycopg
+    from django.db.backends.postgresql.psycopg_any import register_tzloader
+
+    class PreparingCursor(psycopg.Cursor):
+        """Binds its parameters on the server and runs its statement prepared (parsed and
+        planned once per connection)."""
+
+        def execute(self, query, params=None, *, prepare=True, binary=None):
+            super().execute(query, params, prepare=prepare, binary=binary)
+            if self._query is None:  # psycopg keeps no text of a prepared execution
+                self._query = _Statement(query, params)
+            return self
+
+    class _Statement:
+        """What Django's query log reads of a cursor's last statement (`_query.query`,
+        as `last_executed_query` reads it): the statement with its parameters in it,
+        written out only when a log asks (under DEBUG, or a test counting queries)."""
+
+        __slots__ = ("_params", "_sql", "params")
+
+        def __init__(self, sql, params):
+            self._sql, self._params, self.params = sql, params, None
+
+        @property
+        def query(self) -> bytes:
+            return connection.ops.compose_sql(self._sql, self._params).encode()
+
+    timestamptz = psycopg.adapters.types["timestamptz"].oid
+    return PreparingCursor, register_tzloader, timestamptz, psycopg.pq.Format.TEXT
+
+
+def prepared_cursor(conn=None):
+    """A cursor for the few statements every request of a hot path sends (the API token,
+    the orders list), which PostgreSQL then parses and plans once per connection instead
+    of once per request: psycopg's prepared statements, by a cursor that binds its
+    parameters on the server. PostgreSQL spent more CPU planning such a statement than
+    running it (the list's instructions: 0.18 ms of planning, 0.04 ms of execution).
+
+    It is Django's cursor in every other way: the same connection and transaction, its
+    health check, query logging and counting (tests' budgets), execute wrappers and error
+    wrapping; rows load with the connection's loaders, in its time zone, as Django's
+    cursor loads them. psycopg keeps the prepared statements right across rollbacks and
+    schema changes (it drops them all on a ROLLBACK, a DROP or an ALTER, and PostgreSQL
+    plans a statement again when a table it reads changes). Elsewhere (SQLite), Django's
+    own cursor."""
+    conn = connections[DEFAULT_DB_ALIAS] if conn is None else conn  # not the proxy
+    if conn.vendor != "postgresql":
+        return conn.cursor()
+    preparing_cursor, register_tzloader, timestamptz, text = _psycopg()
+    conn.close_if_health_check_failed()
+    conn.ensure_connection()
+    with conn.wrap_database_errors:
+        raw = conn.connection
+        if raw.prepare_threshold is None:  # Django turns automatic preparing off
+            raw.prepare_threshold = _ONLY_WHEN_ASKED
+        cursor = preparing_cursor(raw)
+        # As Django's `create_cursor`: its own time zone where the connection's differs.
+        if conn.timezone != raw.adapters.get_loader(timestamptz, text).timezone:
+            register_tzloader(conn.timezone, cursor)
+    return conn._prepare_cursor(cursor)
 
 
 def lock_clause(of: tuple[str, ...] = ()) -> str:

@@ -148,15 +148,79 @@ def _json_time(moment: datetime) -> str:
     return text
 
 
-# A page's prices repeat (one offer, a few durations): each written once per process.
-_usd_text = functools.lru_cache(maxsize=4096)(usd_str)
+def _dumps(value) -> str:
+    return json.dumps(value, cls=NinjaJSONEncoder)
 
 
-def order_row_out(order, *, access, intents, reason: str) -> dict:
-    """`order_out` of an `orders.selectors.OrderRow`, its moments already JSON text, given
-    its reason (`rental_overview_reasons_by_order`)."""
-    return _order_fields(
-        order, access=access, intents=intents, reason=reason, moment=_json_time, usd=_usd_text
+# A string as json.dumps writes it (ensure_ascii, quotes included): its C function.
+_text = json.encoder.encode_basestring_ascii
+
+
+@functools.lru_cache(maxsize=4096)
+def _usd_json(value) -> str:
+    # A page's prices repeat (one offer, a few durations): each written once per process.
+    return _text(usd_str(value))
+
+
+def _moment_json(value) -> str:
+    """`_json_time` in JSON, quotes included; for the database's moments (UTC) straight
+    from their ISO text."""
+    if value is None:
+        return "null"
+    text = value.isoformat()
+    if text.endswith("+00:00"):  # 2026-03-01T12:00:00[.123456]+00:00
+        return f'"{text[:23] if value.microsecond else text[:19]}Z"'
+    return _text(_json_time(value))
+
+
+# One order of the list as its JSON text: OrderOut's fields in OrderOut's order, each
+# written as json.dumps(..., cls=NinjaJSONEncoder) writes the value `_order_fields` gives
+# it (tests/api/test_api_order_list.py compares the bytes with what PagedOrderOut renders,
+# and checks these names against the schema's).
+ORDER_ROW_JSON_FIELDS = (
+    "reference",
+    "offer",
+    "days",
+    "units",
+    "gpus",
+    "preparation",
+    "unit_price_usd",
+    "total_usd",
+    "payment_state",
+    "rental_state",
+    "starts_at",
+    "ends_at",
+    "created_at",
+    "hold_until",
+    "rental_reason",
+    "access",
+    "payments",
+)
+_ORDER_ROW_JSON = "{" + ", ".join(f'"{name}": %s' for name in ORDER_ROW_JSON_FIELDS) + "}"
+
+
+def order_row_json(order, *, access, intents, reason: str) -> str:
+    """`order_out` of an `orders.selectors.OrderRow` written straight as its JSON text
+    (the bytes json.dumps writes of the dict, without building the dict), given its
+    reason (`rental_overview_reasons_by_order`)."""
+    return _ORDER_ROW_JSON % (
+        _text(order.reference),
+        _text(order.offer_slug),
+        order.days,
+        order.units,
+        order.gpus,
+        _text(order.preparation),
+        _usd_json(order.unit_price_usd),
+        _usd_json(order.total_usd),
+        _text(order.payment_state),
+        _text(order.rental_state),
+        _moment_json(order.starts_at),
+        _moment_json(order.ends_at),
+        _moment_json(order.created_at),
+        _moment_json(order.hold_until),
+        _text(reason),
+        "null" if access is None else _dumps(access_out(access)),
+        _dumps([intent_out(intent) for intent in intents]) if intents else "[]",
     )
 
 
@@ -169,19 +233,19 @@ def order_list(request, page: Query[BoundedLimitOffsetPagination.Input]):
     access = provisioning_selectors.access_for_owner_by_order(orders)
     reasons = provisioning_selectors.rental_overview_reasons_by_order(orders)
     intents = payment_selectors.intents_by_order(orders)
-    body = {
-        "items": [
-            order_row_out(
-                order, access=access[order.pk], intents=intents[order.pk], reason=reasons[order.pk]
+    items = ", ".join(
+        [
+            order_row_json(
+                order, access=access[order.id], intents=intents[order.id], reason=reasons[order.id]
             )
             for order in orders
-        ],
-        "count": count,
-    }
-    # Built as PagedOrderOut renders it, without validating every order of every page
-    # again (tests/api/test_api_order_list.py checks both give the same bytes).
+        ]
+    )
+    # Written as PagedOrderOut renders it (json.dumps of {"items": [...], "count": n}),
+    # without validating every order of every page again nor building its dict.
     return HttpResponse(
-        json.dumps(body, cls=NinjaJSONEncoder), content_type="application/json; charset=utf-8"
+        f'{{"items": [{items}], "count": {int(count)}}}'.encode(),
+        content_type="application/json; charset=utf-8",
     )
 
 

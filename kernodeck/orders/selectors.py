@@ -144,7 +144,7 @@ def _order_rows_statement(vendor: str) -> str:
 def order_rows_page_for(*, owner, offset: int, limit: int) -> tuple[list[OrderRow], int]:
     """One page of the owner's orders, newest first (as `orders_for` sorts them), and how
     many orders they have: one statement, rows without model instances (`OrderRow`)."""
-    with connection.cursor() as cursor:
+    with rows.prepared_cursor() as cursor:
         cursor.execute(
             _order_rows_statement(connection.vendor), [owner.pk, owner.pk, limit, offset]
         )

@@ -322,7 +322,7 @@ def intents_by_order(orders) -> dict[int, list[PaymentIntent]]:
     grouped = {order_id: [] for order_id in by_id}
     if not by_id:
         return grouped
-    with connection.cursor() as cursor:
+    with rows.prepared_cursor() as cursor:
         cursor.execute(_intents_of_orders_statement(connection.vendor, len(by_id)), list(by_id))
         found = cursor.fetchall()
     width = len(_INTENT)

@@ -279,3 +279,95 @@ def test_moments_read_as_numbers_come_back_to_the_microsecond(api, moment):
     assert (row.created_at, row.hold_until) == (order.created_at, order.hold_until)
     assert row.created_at.utcoffset() == timedelta(0)
     assert api.get("/api/v1/orders").content == _as_the_schema_renders(api)
+
+
+def test_the_rows_json_names_the_schemas_fields_in_its_order(api):
+    """`order_row_json` writes OrderOut's fields in OrderOut's order, the fields
+    `_order_fields` (the one order's answer) gives."""
+    from kernodeck.orders.api import ORDER_ROW_JSON_FIELDS, OrderOut
+
+    order = make_order(owner=api.user, offer=make_offer(units_total=10))
+
+    assert tuple(OrderOut.model_fields) == ORDER_ROW_JSON_FIELDS
+    assert tuple(order_detail_out(order)) == ORDER_ROW_JSON_FIELDS
+
+
+@pytest.fixture
+def every_shape(api, orders):
+    """`orders`, and one order in each other state the list shows: awaiting payment,
+    cancelled, queued, preparing, suspended (a reason to escape: quotes, a backslash, a
+    line break, accents and a non-Latin letter), ended with its release pending (a
+    translated reason) or confirmed, refunded; prices with cents, moments with and
+    without a fraction of a second."""
+    from decimal import Decimal
+
+    from tests.factories import make_ssh_node
+
+    offer = make_offer(units_total=0)
+    node = make_ssh_node(name="shapes-1", offer=offer, gpu_count=8, host="10.9.0.3")
+    made = {name: make_order(owner=api.user, offer=offer) for name in SHAPES}
+    now = clock.now()
+    Order.objects.filter(pk=made["cancelled"].pk).update(
+        payment_state="cancelled", unit_price_usd=Decimal("73.33"), total_usd=Decimal("513.31")
+    )
+    Order.objects.filter(pk=made["queued"].pk).update(
+        payment_state="settled", rental_state="queued", settled_at=now
+    )
+    Order.objects.filter(pk=made["preparing"].pk).update(
+        payment_state="settled",
+        rental_state="preparing",
+        settled_at=now,
+        starts_at=now.replace(microsecond=0),
+        ends_at=now.replace(microsecond=999) + timedelta(days=7),
+    )
+    Order.objects.filter(pk=made["suspended"].pk).update(
+        payment_state="settled",
+        rental_state="suspended",
+        settled_at=now,
+        starts_at=now - timedelta(days=1),
+        ends_at=now + timedelta(days=6),
+        rental_reason='Suspended: "abuse" report\\ under review\nrevisión — ок',
+        unit_price_usd=Decimal("0.10"),
+        total_usd=Decimal("1234567.89"),
+    )
+    _end(made["ended, release pending"], release_pending=True, node=node, slot=0)
+    _end(made["ended"])
+    _end(made["refunded"], started=False)
+    return {**dict(zip(ORDERS_FIXTURE, orders, strict=True)), **made}
+
+
+SHAPES = (
+    "awaiting payment",
+    "cancelled",
+    "queued",
+    "preparing",
+    "suspended",
+    "ended, release pending",
+    "ended",
+    "refunded",
+)
+ORDERS_FIXTURE = ("paid", "eth", "active", "revoked", "failed", "plain")
+
+
+@pytest.mark.parametrize("language", ["en", "es"])
+def test_orders_in_every_state_are_written_as_their_schema_renders(api, every_shape, language):
+    from django.utils import translation
+
+    from kernodeck.orders.models import PaymentState, RentalState
+
+    response = api.get("/api/v1/orders", HTTP_ACCEPT_LANGUAGE=language)
+    with translation.override(language):
+        expected = _as_the_schema_renders(api)
+
+    assert response.content == expected
+    items = json.loads(response.content)["items"]
+    assert {item["rental_state"] for item in items} == set(RentalState.values)
+    assert {item["payment_state"] for item in items} == set(PaymentState.values)
+    assert any(item["payments"] for item in items) and any(item["access"] for item in items)
+    pending = every_shape["ended, release pending"].reference
+    reason = next(item["rental_reason"] for item in items if item["reference"] == pending)
+    assert reason.startswith("El alquiler ha terminado" if language == "es" else "The rental is")
+    # Escaped as json.dumps escapes (ASCII only): the suspended order's reason.
+    assert b'\\"abuse\\" report\\\\ under review\\nrevisi\\u00f3n \\u2014 \\u043e\\u043a' in (
+        response.content
+    )
