@@ -409,7 +409,7 @@ KERNODECK_WATCH_BLOCK_SCAN = env_bool("KERNODECK_WATCH_BLOCK_SCAN", True)
 # many are read a pass), and watched addresses whose TronGrid lists each block pass also
 # reads, oldest first (what a block does not show: tokens moved by another contract).
 KERNODECK_TRON_BLOCKS_PER_CALL = int(os.environ.get("KERNODECK_TRON_BLOCKS_PER_CALL", 100))
-KERNODECK_TRON_SCAN_MAX_BLOCKS = int(os.environ.get("KERNODECK_TRON_SCAN_MAX_BLOCKS", 1200))
+KERNODECK_TRON_SCAN_MAX_BLOCKS = int(os.environ.get("KERNODECK_TRON_SCAN_MAX_BLOCKS", 600))
 KERNODECK_TRON_SWEEP_ADDRESSES = int(os.environ.get("KERNODECK_TRON_SWEEP_ADDRESSES", 20))
 if not 1 <= KERNODECK_TRON_BLOCKS_PER_CALL <= 100 or KERNODECK_TRON_SCAN_MAX_BLOCKS < 1:
     raise ImproperlyConfigured(

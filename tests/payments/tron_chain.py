@@ -167,9 +167,8 @@ class TronChain:
         since = int(request.query.get("min_timestamp", 0))
         items = []
         for block in reversed(self.blocks):
-            moment = block["block_header"]["raw_data"]["timestamp"]
-            if moment < since:
-                continue
+            if block["block_header"]["raw_data"]["timestamp"] < since:
+                break  # newest first: the rest is older still
             for tx in block["transactions"]:
                 item = self._list_item(tx, block, address, tokens)
                 if item is not None:

@@ -35,7 +35,6 @@ as above (watching.tron_blocks decides when it is used, and when polling is chea
 """
 
 import functools
-import itertools
 import logging
 import re
 import threading
@@ -89,11 +88,11 @@ CURSOR_MARGIN_MS = 10 * 60 * 1000
 CURSOR_STEP_MS = 5 * 60 * 1000
 _FINGERPRINT_MAX = 512  # TronGrid's paging token: a short base64-like string
 # The block scan (`scan_block_range`): blocks per getblockbylimitnext request (the node's
-# most), blocks read per pass at most (about an hour's: 3 s a block), and how far before the
+# most), blocks read per pass at most (half an hour's: 3 s a block), and how far before the
 # solidified head a scan restarts after polling every address instead (CURSOR_MARGIN_MS of
 # blocks: what TronGrid's lists may not show yet is read in blocks).
 BLOCKS_PER_CALL = 100
-MAX_SCAN_BLOCKS = 1200
+MAX_SCAN_BLOCKS = 600
 FALLBACK_OVERLAP = CURSOR_MARGIN_MS // 3000
 _BLOCK_ID = re.compile(r"[0-9a-f]{64}")
 _TXID = re.compile(r"[0-9a-fA-F]{64}")
@@ -259,7 +258,8 @@ class TronAdapter:
         100; endNum is exclusive).
 
         `watched(addresses)` answers which of the base58 addresses these blocks pay are
-        watched, so the cost follows the blocks, not the watched addresses. In each block:
+        watched (asked once per request's blocks, whose transactions are then let go), so
+        the cost follows the blocks, not the watched addresses. In each block:
         a TransferContract (TRX, in sun) or TransferAssetContract (TRC-10, "TOKEN") to a
         watched address, `failed` unless ret[0].contractRet is "SUCCESS"; a
         TriggerSmartContract calling transfer(address,uint256) or
@@ -312,11 +312,17 @@ class TronAdapter:
                     budget,
                 )
                 end = cursor + self.max_blocks
-            read, start, step = [], cursor, self.blocks_per_call
+            parent = [list(pair) for pair in blocks or ()]
+            before = parent[-1] if parent and parent[-1][0] == cursor - 1 else None
+            scan = _Scan(self, client, tip=tip, solidified=solidified)
+            # What is kept of the blocks read: their [number, id], every txid, the block of
+            # each token call looked up; each answer's transactions are looked at and let go.
+            read, txids, calls_at = [], set(), {}
+            start, step = cursor, self.blocks_per_call
             while start < end:
                 stop = min(start + step, end)
                 try:
-                    read.extend(self._blocks(client, start, stop))
+                    got = self._blocks(client, start, stop)
                 except AnswerTooLarge:
                     # Busy blocks (mainnet's are ~300 KB each in JSON): ask for half as
                     # many, for the rest of this scan too.
@@ -327,42 +333,25 @@ class TronAdapter:
                         "tron: blocks %d-%d too large an answer, %d a call", start, stop, step
                     )
                     continue
+                for block in got:
+                    if before is not None and block["parent"] != before[1]:
+                        if block["number"] == cursor:
+                            return fallback(f"block {cursor - 1} is no longer the one read before")
+                        raise ChainError(
+                            f"tron: block {block['number']} does not follow the one before"
+                        )
+                    before = [block["number"], block["id"]]
+                self._look_at(scan, got, watched, txids, calls_at)
+                read.extend([block["number"], block["id"]] for block in got)
                 start = stop
-            for before, block in itertools.pairwise(read):
-                if block["parent"] != before["id"]:
-                    raise ChainError(
-                        f"tron: block {block['number']} does not follow the one before"
-                    )
-            parent = [list(pair) for pair in blocks or ()]
-            if (
-                read
-                and parent
-                and parent[-1][0] == cursor - 1
-                and (read[0]["parent"] != parent[-1][1])
-            ):
-                return fallback(f"block {cursor - 1} is no longer the one scanned before")
-            # Who is paid, then which of them are ours (one look-up for the whole range).
-            calls = [(block, tx, _payment_of(tx)) for block in read for tx in block["txs"]]
-            recipients = {payment[1] for _b, _tx, payment in calls if payment is not None}
-            ours = set(watched(recipients)) if recipients else set()
-            scan = _Scan(self, client, tip=tip, solidified=solidified)
-            for block, tx, payment in calls:
-                if payment is None or payment[1] not in ours:
-                    continue
-                kind, address, contract, amount = payment
-                item = {**tx, "blockNumber": block["number"], "block_timestamp": block["time"]}
-                if kind == "native":
-                    scan.native(item, address, to_hex_address(address))
-                else:
-                    self._called_token(scan, item, address, contract, amount)
-        last = read[-1]["number"] if read else cursor - 1
+        last = read[-1][0] if read else cursor - 1
         after = max(cursor, min(solidified, last) + 1)
         # A token call the node could not describe yet is read again next pass, solidified
         # or not: the cursor stays at its block.
-        waiting = [b["number"] for b, tx, _p in calls if tx["txID"] in scan.undecided]
-        if read and waiting:
+        waiting = [calls_at[txid] for txid in scan.undecided if txid in calls_at]
+        if waiting:
             after = max(cursor, min(after, *waiting))
-        kept = [[b["number"], b["id"]] for b in read if b["number"] == after - 1]
+        kept = [pair for pair in read if pair[0] == after - 1]
         return TronBlockScan(
             transfers=list(scan.transfers.values()),
             tip=tip,
@@ -371,9 +360,27 @@ class TronAdapter:
             scanned_to=last if read else None,
             undecided=frozenset(scan.undecided),
             blocks=kept or None,
-            txids=frozenset(tx["txID"].lower() for block in read for tx in block["txs"]),
+            txids=frozenset(txids),
             read=len(read),
         )
+
+    def _look_at(self, scan: "_Scan", got: list[dict], watched, txids: set, calls_at: dict):
+        """The payments to watched addresses in the blocks `got` (one look-up of their
+        recipients among the watched), recorded in `scan`."""
+        found = [(block, tx, _payment_of(tx)) for block in got for tx in block["txs"]]
+        recipients = {payment[1] for _b, _tx, payment in found if payment is not None}
+        ours = set(watched(recipients)) if recipients else set()
+        for block, tx, payment in found:
+            txids.add(tx["txID"].lower())
+            if payment is None or payment[1] not in ours:
+                continue
+            kind, address, contract, amount = payment
+            item = {**tx, "blockNumber": block["number"], "block_timestamp": block["time"]}
+            if kind == "native":
+                scan.native(item, address, to_hex_address(address))
+            else:
+                calls_at[tx["txID"]] = block["number"]
+                self._called_token(scan, item, address, contract, amount)
 
     def _called_token(self, scan: "_Scan", item: dict, address: str, contract: str, amount):
         """A transfer()/transferFrom() call to `address` found in a block, recorded as the

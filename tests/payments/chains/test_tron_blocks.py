@@ -206,7 +206,7 @@ def test_no_cursor_a_cursor_above_the_head_or_another_parent_fall_back(loopback,
     ).fallback
     other = [[first.blocks[0][0], "f" * 64]]
     moved = tron.scan_block_range(among(OURS), cursor=first.cursor, blocks=other)
-    assert "no longer the one scanned before" in moved.fallback
+    assert "no longer the one read before" in moved.fallback
 
 
 def test_only_the_recipients_of_payments_are_looked_up_among_the_watched(loopback, sleeps, chain):
