@@ -213,6 +213,15 @@ def test_the_sweep_finds_a_token_another_contract_moved_and_blocks_do_not_undo_i
     assert Transfer.objects.get().disappeared_at is None
     assert status(paid) == IntentStatus.DETECTED
 
+    # A list that no longer shows it (a lagging TronGrid node) does not outweigh the blocks.
+    empty = {"data": [], "success": True, "meta": {"at": 1, "page_size": 0}}
+    chain.override(f"/v1/accounts/{paid.address}/transactions/trc20", empty)
+    swept = False
+    for _ in range(2):
+        _report, paths = a_pass(server)
+        swept = swept or f"/v1/accounts/{paid.address}/transactions/trc20" in paths
+    assert swept and Transfer.objects.get().disappeared_at is None
+
 
 def test_a_rescan_request_polls_that_address_in_the_block_pass(
     configured, fresh_rates, server, chain

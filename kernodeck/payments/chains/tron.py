@@ -277,10 +277,11 @@ class TronAdapter:
         the [number, blockID] of the block before `cursor` as the last scan read it
         (solidified: it cannot change); the first block read must name it as its parent.
 
-        A fallback (the watcher polls every address instead) is answered without reading
-        a block: no cursor yet, a cursor above the head, a parent that no longer matches,
-        or more than `max_blocks` blocks behind where polling (`polling_cost()`: the
-        requests it takes, asked only then) costs fewer requests than reading them; the
+        A fallback (the watcher polls every address instead) is answered before anything
+        is looked at: no cursor yet, a cursor above the head, a first block whose parent is
+        not the one read before, or more than `max_blocks` blocks behind where polling
+        (`polling_cost()`: the requests it takes, asked only then) costs fewer requests
+        than reading them all; the
         next cursor is then FALLBACK_OVERLAP blocks before the solidified head (what
         TronGrid's lists may not show yet is read in blocks). Where reading them is cheaper,
         `max_blocks` of them are read this pass and the rest on the next ones."""

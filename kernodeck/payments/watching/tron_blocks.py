@@ -130,7 +130,8 @@ def tron_blocks_scan(network: str, adapter, state, *, now) -> Observed | dict:
             network=network,
             addresses=polled.complete,
             seen_keys=seen_keys,
-            undecided=polled.undecided | scan.undecided,
+            # What the blocks just read hold is on the chain, whatever a list says.
+            undecided=polled.undecided | scan.undecided | scan.txids,
         )
     touched |= _confirmations_refresh(network, tip=scan.tip, now=now)
     asked = [row.pk for row in swept if row.rescan_requested_at is not None]
