@@ -2,7 +2,7 @@
 """The chain watcher's benchmark: one pass over N open payment instructions.
 
     python3 bench/watcher.py [--intents 1000 10000 20000]
-                             [--modes address block outage flood solana tron]
+                             [--modes address block outage flood solana tron tronblocks]
                              [--repeat 3]
 
 Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres) and uses ./.venv (run
@@ -23,7 +23,9 @@ answers Solana JSON-RPC: one new signature per block, touching the recipient, pa
 ours), `outage` and `flood` are the block mode with 7 new blocks (OUTAGE_BLOCKS) or 1 500
 new strangers' mempool transactions (FLOOD_TXS) before each pass, past the block scan's
 limits, and `tron` polls N open TRX instructions against the same server's TronGrid routes
-(the heads; every account's lists empty). The table's `pass` column says whether a block
+(the heads; every account's lists empty), `tronblocks` is Tron's block scan of the same
+N (TRON_PASS_BLOCKS new blocks of TRON_BLOCK_TXS strangers' transactions before each pass,
+its sweep of KERNODECK_TRON_SWEEP_ADDRESSES lists). The table's `pass` column says whether a block
 pass scanned ("blocks") or fell back to polling ("addresses"). Every mode has one untimed
 pass after the intents are created (its cursors, the block scan's first poll). Every
 figure is from this run on this machine.
@@ -64,7 +66,15 @@ IDLE_STATS = {
 # MAX_BLOCKS_PER_SCAN. Both made the block scan poll every address before issue 27.
 FLOOD_TXS = 1500
 OUTAGE_BLOCKS = 7
-BLOCK_MODES = ("block", "outage", "flood")
+BLOCK_MODES = ("block", "outage", "flood", "tronblocks")
+# `tronblocks` mode: Tron's block scan. Each block holds TRON_BLOCK_TXS transactions paying
+# strangers (about mainnet's: two thirds TRX transfers, a third USDT transfer() calls, each
+# shaped and sized like the node's), and TRON_PASS_BLOCKS blocks come before each pass
+# (30 s of blocks at 3 s); the 19 blocks not solidified are read again by every pass.
+TRON_BLOCK_TXS = 300
+TRON_PASS_BLOCKS = 10
+TRON_SOLID_DEPTH = 19
+USDT_HEX = "41a614f803b6fd780986a42c78ec9c7f77e6ded13c"
 # Seconds for one N's creation, and for its timed passes.
 CHILD_TIMEOUT = int(os.environ.get("KERNODECK_BENCH_WATCHER_CHILD_TIMEOUT", 300))
 
@@ -81,6 +91,8 @@ class _Chain:
         self.requests = 0
         self.flood = 0  # a new set of `flood_txs` mempool transactions after each /_mine
         self.flood_txs = 0
+        self.tron_blocks: dict[int, str] = {}  # number -> the block's JSON text
+        self.tron_start_ms = int(time.time() * 1000) - 6 * 3600 * 1000
 
     def flood_txid(self, n: int) -> str:
         # Unique in its first 8 bytes: the block scan remembers the mempool by them.
@@ -150,16 +162,97 @@ class _Chain:
             }
         return 404, f"no route for {path}"
 
-    def tron(self, path: str) -> dict:
-        """TronGrid's node API: the head and the solidified head (19 blocks below)."""
+    def tron(self, path: str, call: dict) -> dict | str:
+        """TronGrid's node API: the head and the solidified head (19 blocks below), blocks
+        (getblockbylimitnext, endNum exclusive, at most 100), no transaction infos."""
         with self.lock:
             self.requests += 1
             height = self.height
+        if path == "/wallet/getblockbylimitnext":
+            numbers = range(call["startNum"], min(call["endNum"], height + 1))
+            if len(range(call["startNum"], call["endNum"])) > 100:
+                return {"Error": "class java.lang.Exception : too many blocks"}
+            return '{"block": [' + ",".join(self.tron_block(n) for n in numbers) + "]}"
+        if path == "/wallet/gettransactioninfobyid":
+            return {}
         if path not in ("/wallet/getnowblock", "/walletsolidity/getnowblock"):
             return {"Error": f"no route for {path}"}
-        number = height if path == "/wallet/getnowblock" else height - 19
+        number = height if path == "/wallet/getnowblock" else height - TRON_SOLID_DEPTH
         moment = int(time.time() * 1000) - (height - number) * 3000
         return {"block_header": {"raw_data": {"number": number, "timestamp": moment}}}
+
+    def tron_block_id(self, number: int) -> str:
+        return f"{number:016x}" + f"{number * 7919:048x}"[-48:]
+
+    def tron_block(self, number: int) -> str:
+        """Block `number`'s JSON, made once: TRON_BLOCK_TXS transactions to strangers."""
+        with self.lock:
+            if number in self.tron_blocks:
+                return self.tron_blocks[number]
+        moment = self.tron_start_ms + (number - FIRST_HEIGHT) * 3000
+        txs = []
+        for index in range(TRON_BLOCK_TXS):
+            stranger = f"41{10**12 + number * TRON_BLOCK_TXS + index:040x}"
+            if index % 3 == 2:
+                kind, value = (
+                    "TriggerSmartContract",
+                    {
+                        "data": "a9059cbb" + stranger[2:].rjust(64, "0") + f"{5_000_000:064x}",
+                        "owner_address": "41458437be39f3a8bfdbfee7bef93e2c5f632ceff4",
+                        "contract_address": USDT_HEX,
+                    },
+                )
+            else:
+                kind, value = (
+                    "TransferContract",
+                    {
+                        "amount": 1_000_000 + index,
+                        "owner_address": "41458437be39f3a8bfdbfee7bef93e2c5f632ceff4",
+                        "to_address": stranger,
+                    },
+                )
+            txs.append(
+                {
+                    "ret": [{"contractRet": "SUCCESS"}],
+                    "signature": ["5e" * 65],
+                    "txID": f"{number:032x}{index:032x}",
+                    "raw_data": {
+                        "contract": [
+                            {
+                                "parameter": {
+                                    "value": value,
+                                    "type_url": f"type.googleapis.com/protocol.{kind}",
+                                },
+                                "type": kind,
+                            }
+                        ],
+                        "ref_block_bytes": "3b08",
+                        "ref_block_hash": "68ca0d471db52d6f",
+                        "expiration": moment + 60_000,
+                        "timestamp": moment - 1000,
+                    },
+                    "raw_data_hex": "0a" * 170,
+                }
+            )
+        block = {
+            "blockID": self.tron_block_id(number),
+            "block_header": {
+                "raw_data": {
+                    "number": number,
+                    "txTrieRoot": "f8" * 32,
+                    "witness_address": "41e7860196ad5b5718c1d6326babab039b70b8c1cd",
+                    "parentHash": self.tron_block_id(number - 1),
+                    "version": 34,
+                    "timestamp": moment,
+                },
+                "witness_signature": "55" * 65,
+            },
+            "transactions": txs,
+        }
+        text = json.dumps(block)
+        with self.lock:
+            self.tron_blocks[number] = text
+        return text
 
     def signature(self, height: int) -> str:
         return "S" + str(height).replace("0", "z").rjust(80, "1")
@@ -226,7 +319,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         call = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if self.path.startswith(("/wallet/", "/walletsolidity/")):
-            data = json.dumps(self.chain.tron(self.path)).encode()
+            answer = self.chain.tron(self.path, call)
+            data = (answer if isinstance(answer, str) else json.dumps(answer)).encode()
         else:
             data = json.dumps(self.chain.rpc(call)).encode()
         self.send_response(200)
@@ -264,8 +358,11 @@ def child_create(intents: int, network: str = "bitcoin") -> None:
         cursor.execute("ANALYZE payments_paymentintent")
     # New intents are polled once by the next pass (block scan: a mempool transaction may
     # have been read before they existed; polling: their cursors start): that pass is not
-    # the steady state measured.
+    # the steady state measured. Tron's block scan reads the blocks of its restart (200
+    # before the solidified head) in the pass after its first.
     watching.watch_network(network)
+    if network == "tron" and os.environ.get("KERNODECK_WATCH_BLOCK_SCAN") == "on":
+        watching.watch_network(network)
 
 
 def child_pass(
@@ -294,20 +391,22 @@ def child_pass(
         before = httpx.get(f"{esplora_url}/_count").json()["requests"]
         statements.clear()
         with connection.execute_wrapper(count):
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.process_time()
             report = watching.watch_network(network)
-            seconds = time.perf_counter() - began
+            seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
         after = httpx.get(f"{esplora_url}/_count").json()["requests"]
         assert "error" not in report, report
         assert report.get("watched", intents) == intents, report
-        runs.append((seconds, after - before - 1, len(statements), report.get("mode", "")))
-    seconds, http, sql, mode = sorted(runs)[len(runs) // 2]  # the median pass
+        mode = report.get("mode", "")
+        runs.append((seconds, after - before - 1, len(statements), mode, cpu))
+    seconds, http, sql, mode, cpu = sorted(runs)[len(runs) // 2]  # the median pass
     print(
         json.dumps(
             {
                 "intents": intents,
                 "seconds": seconds,
                 "all_seconds": [run[0] for run in runs],
+                "cpu_seconds": cpu,  # the watcher process's CPU in that pass
                 "http": http,
                 "sql": sql,
                 "mode": mode,  # a block scan's: "blocks", or "addresses" where it fell back
@@ -399,7 +498,7 @@ def environment(esplora_url: str, mode: str) -> dict[str, str]:
             "KERNODECK_BITCOIN_ESPLORA_URL": esplora_url,
             "KERNODECK_LITECOIN_ESPLORA_URL": "",
             "KERNODECK_ETHEREUM_RPC_URL": "",
-            "KERNODECK_TRON_API_URL": esplora_url if mode == "tron" else "",
+            "KERNODECK_TRON_API_URL": esplora_url if mode in ("tron", "tronblocks") else "",
             "KERNODECK_SOLANA_RPC_URL": esplora_url if mode == "solana" else "",
             "KERNODECK_SOLANA_RECIPIENT": RECIPIENT,
             "KERNODECK_WATCH_BLOCK_SCAN": "on" if mode in BLOCK_MODES else "off",
@@ -439,8 +538,8 @@ def run_child(env: dict[str, str], *args: str) -> dict | None:
 def measure(
     env: dict[str, str], intents: int, esplora_url: str, repeat: int = 1, mode: str = "block"
 ) -> dict:
-    network = mode if mode in ("solana", "tron") else "bitcoin"
-    blocks = OUTAGE_BLOCKS if mode == "outage" else 1
+    network = {"solana": "solana", "tron": "tron", "tronblocks": "tron"}.get(mode, "bitcoin")
+    blocks = {"outage": OUTAGE_BLOCKS, "tronblocks": TRON_PASS_BLOCKS}.get(mode, 1)
     run_child(env, "--create", str(intents), network)
     return run_child(env, "--pass", str(intents), esplora_url, str(repeat), network, str(blocks))
 
@@ -459,15 +558,16 @@ def start_esplora() -> tuple[subprocess.Popen, str]:
 def table(mode: str, rows: list[dict]) -> str:
     lines = [
         f"mode: {mode}",
-        "| open intents | pass s (median) | HTTP requests | SQL statements | peak RSS MiB "
-        "| pass |",
-        "|-------------:|----------------:|--------------:|---------------:|-------------:"
-        "|------|",
+        "| open intents | pass s (median) | its CPU s | HTTP requests | SQL statements "
+        "| peak RSS MiB | pass |",
+        "|-------------:|----------------:|----------:|--------------:|---------------:"
+        "|-------------:|------|",
     ]
     for row in rows:
         lines.append(
-            f"| {row['intents']:>12,} | {row['seconds']:>15.3f} | {row['http']:>13,} "
-            f"| {row['sql']:>14,} | {row['rss_mib']:>12.0f} | {row['mode'] or '-'} |"
+            f"| {row['intents']:>12,} | {row['seconds']:>15.3f} | {row['cpu_seconds']:>9.3f} "
+            f"| {row['http']:>13,} | {row['sql']:>14,} | {row['rss_mib']:>12.0f} "
+            f"| {row['mode'] or '-'} |"
         )
     by_n = {row["intents"]: row["seconds"] for row in rows}
     doublings = [
@@ -487,8 +587,8 @@ def report(argv: list[str]) -> str:
     parser.add_argument(
         "--modes",
         nargs="+",
-        choices=["address", "block", "outage", "flood", "solana", "tron"],
-        default=["address", "block", "outage", "flood", "solana", "tron"],
+        choices=["address", "block", "outage", "flood", "solana", "tron", "tronblocks"],
+        default=["address", "block", "outage", "flood", "solana", "tron", "tronblocks"],
     )
     args = parser.parse_args(argv)
     server, url = start_esplora()

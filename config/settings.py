@@ -406,6 +406,21 @@ KERNODECK_WATCH_LATE_INTERVAL = int(os.environ.get("KERNODECK_WATCH_LATE_INTERVA
 # Bitcoin and Litecoin: scan new blocks (and new mempool transactions) for our addresses
 # instead of polling every address on every pass (docs/architecture.md, "Block scanning").
 KERNODECK_WATCH_BLOCK_SCAN = env_bool("KERNODECK_WATCH_BLOCK_SCAN", True)
+# Tron's block scan (docs/architecture.md, "Block scanning"): blocks per
+# getblockbylimitnext request (the node answers at most 100), blocks read per pass at most
+# (more behind: every address is polled instead where that costs fewer requests, else this
+# many are read a pass), and watched addresses whose TronGrid lists each block pass also
+# reads, oldest first (what a block does not show: tokens moved by another contract).
+KERNODECK_TRON_BLOCKS_PER_CALL = int(os.environ.get("KERNODECK_TRON_BLOCKS_PER_CALL", 100))
+KERNODECK_TRON_SCAN_MAX_BLOCKS = int(os.environ.get("KERNODECK_TRON_SCAN_MAX_BLOCKS", 600))
+KERNODECK_TRON_SWEEP_ADDRESSES = int(os.environ.get("KERNODECK_TRON_SWEEP_ADDRESSES", 20))
+if not 1 <= KERNODECK_TRON_BLOCKS_PER_CALL <= 100 or KERNODECK_TRON_SCAN_MAX_BLOCKS < 1:
+    raise ImproperlyConfigured(
+        "KERNODECK_TRON_BLOCKS_PER_CALL must be 1 to 100; "
+        "KERNODECK_TRON_SCAN_MAX_BLOCKS must be at least 1."
+    )
+if KERNODECK_TRON_SWEEP_ADDRESSES < 0:
+    raise ImproperlyConfigured("KERNODECK_TRON_SWEEP_ADDRESSES must not be negative.")
 # Seconds one network's pass may spend asking its chain API, all requests together: a slow
 # or hung API fails its own pass then, and each network is watched on its own.
 KERNODECK_WATCH_PASS_DEADLINE = float(os.environ.get("KERNODECK_WATCH_PASS_DEADLINE", 120))

@@ -161,6 +161,27 @@ def test_tron_trx_and_usdt_are_seen_and_become_final_when_solidified(simulator):
     assert (seen[trx["txid"]].confirmations, seen[trx["txid"]].final) == (19, False)
 
 
+def test_tron_block_scan_finds_what_the_lists_show(simulator):
+    adapter = TronAdapter(f"{simulator.url}/tron")
+    start = adapter.scan_block_range(lambda found: [], cursor=None).tip + 1
+    usdt = pay(simulator, "usdt-tron", TRON_ADDRESS, 970_000_000)
+    trx = pay(simulator, "trx-tron", TRON_ADDRESS, 7_000_000)
+    mine(simulator, "tron", 3)
+
+    scan = adapter.scan_block_range(
+        lambda found: [TRON_ADDRESS] if TRON_ADDRESS in found else [], cursor=start
+    )
+    listed = adapter.scan([WatchTarget(TRON_ADDRESS)]).transfers
+    assert not scan.fallback and scan.read == scan.tip - start + 1
+    assert {(t.txid, t.asset, t.amount_base) for t in scan.transfers} == {
+        (usdt["txid"], "USDT", 970_000_000),
+        (trx["txid"], "TRX", 7_000_000),
+    }
+    assert {(t.txid, t.index, t.block_height) for t in scan.transfers} == {
+        (t.txid, t.index, t.block_height) for t in listed
+    }
+
+
 def test_solana_payment_is_found_by_its_reference_and_counts_slots(simulator):
     adapter = SolanaAdapter(f"{simulator.url}/solana")
     paid = pay(simulator, "sol-solana", SOL_RECIPIENT, 123_456_789, reference=SOL_REFERENCE)

@@ -50,6 +50,15 @@ def test_bad_boolean_is_a_clear_configuration_error(tmp_path):
     assert "KERNODECK_DEBUG must be on or off" in result.stderr
 
 
+def test_tron_block_scan_settings_out_of_range_stop_the_process(tmp_path):
+    result = run_kernodeck(
+        tmp_path, "check", KERNODECK_DEBUG="1", KERNODECK_TRON_BLOCKS_PER_CALL="101"
+    )
+
+    assert result.returncode != 0
+    assert "KERNODECK_TRON_BLOCKS_PER_CALL must be 1 to 100" in result.stderr
+
+
 def test_production_hashes_passwords_with_argon2_first():
     from config import settings as production
 

@@ -15,7 +15,8 @@ watchers at it. It answers in the shapes the adapters read from the public APIs:
                                   eth_getTransactionReceipt, eth_getLogs (Transfer events of
                                   the canonical USDT and USDC contracts)
     /tron                         TronGrid: POST /wallet/getnowblock, /walletsolidity/getnowblock,
-                                  /wallet/gettransactioninfobyid; GET /v1/accounts/:a/transactions
+                                  /wallet/gettransactioninfobyid, /wallet/getblockbylimitnext;
+                                  GET /v1/accounts/:a/transactions
                                   and /v1/accounts/:a/transactions/trc20
     /solana                       JSON-RPC: getSlot, getSignaturesForAddress, getTransaction
 

@@ -107,6 +107,8 @@ def adapter_for(network: str):
             api_key=settings.KERNODECK_TRON_API_KEY,
             timeout=timeout,
             concurrency=settings.KERNODECK_WATCH_CONCURRENCY,
+            blocks_per_call=settings.KERNODECK_TRON_BLOCKS_PER_CALL,
+            max_blocks=settings.KERNODECK_TRON_SCAN_MAX_BLOCKS,
             **options,
         )
 

@@ -71,6 +71,11 @@ _PASS_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
 )
 
 
+class AnswerTooLarge(ChainError):
+    """The answer was larger than MAX_BODY_BYTES (a caller that asked for a range may ask
+    for less)."""
+
+
 class DeadlinePassed(ChainError):
     """The pass's deadline came before this call could be (fully) answered."""
 
@@ -266,7 +271,8 @@ def _with_retries(
             sleep(wait)
             delay *= 2
         except ChainError as failure:
-            raise ChainError(f"{host}: {failure}") from failure
+            kind = AnswerTooLarge if isinstance(failure, AnswerTooLarge) else ChainError
+            raise kind(f"{host}: {failure}") from failure
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -302,7 +308,7 @@ def _read_bounded(
         for chunk in response.iter_bytes():
             body += chunk
             if len(body) > MAX_BODY_BYTES:
-                raise ChainError(f"answer is larger than {MAX_BODY_BYTES} bytes")
+                raise AnswerTooLarge(f"answer is larger than {MAX_BODY_BYTES} bytes")
             if time.monotonic() > deadline:
                 raise _Transient(
                     f"the whole answer took longer than {timeout:.3g} s ({len(body)} bytes read)"

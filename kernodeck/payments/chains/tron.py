@@ -27,13 +27,20 @@ time in ms that stays CURSOR_MARGIN_MS before the solidified head's), so a pass 
 addresses reads empty lists and looks up no transaction it read before; it reads
 `concurrency` addresses at a time (KERNODECK_WATCH_CONCURRENCY), the adapter holding no
 state between calls and the watcher storing nothing before the scan returned.
+`scan_block_range` reads the chain instead of the addresses: the blocks from a cursor to the
+head (POST /wallet/getblockbylimitnext, at most 100 a request, halved while an answer is
+over the HTTP layer's size cap), their TRX and TRC-10 transfers and transfer()/
+transferFrom() calls to watched addresses, the calls confirmed by their transaction info
+as above (watching.tron_blocks decides when it is used, and when polling is cheaper).
 """
 
+import functools
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -43,6 +50,7 @@ from bip_utils import Base58ChecksumError, Base58Decoder, Base58Encoder
 
 from kernodeck.payments.chains.base import (
     AMOUNT_COLUMN_MAX,
+    MAX_HEIGHT,
     ChainError,
     ObservedTransfer,
     PollScan,
@@ -53,6 +61,7 @@ from kernodeck.payments.chains.base import (
 )
 from kernodeck.payments.chains.http import (
     DEFAULT_TIMEOUT,
+    AnswerTooLarge,
     each_concurrently,
     get_json,
     new_client,
@@ -78,6 +87,32 @@ CURSOR_MARGIN_MS = 10 * 60 * 1000
 # over idle addresses rewrites their cursors every few minutes, not on every pass.
 CURSOR_STEP_MS = 5 * 60 * 1000
 _FINGERPRINT_MAX = 512  # TronGrid's paging token: a short base64-like string
+# The block scan (`scan_block_range`): blocks per getblockbylimitnext request (the node's
+# most), blocks read per pass at most (half an hour's: 3 s a block), and how far before the
+# solidified head a scan restarts after polling every address instead (CURSOR_MARGIN_MS of
+# blocks: what TronGrid's lists may not show yet is read in blocks).
+BLOCKS_PER_CALL = 100
+MAX_SCAN_BLOCKS = 600
+FALLBACK_OVERLAP = CURSOR_MARGIN_MS // 3000
+_BLOCK_ID = re.compile(r"[0-9a-f]{64}")
+_TXID = re.compile(r"[0-9a-fA-F]{64}")
+_WORD = re.compile(r"[0-9a-fA-F]{64}")
+# transfer(address,uint256) and transferFrom(address,address,uint256): the recipient's word.
+_TOKEN_CALLS = {"a9059cbb": 0, "23b872dd": 1}
+
+
+@dataclass
+class TronBlockScan(ScanResult):
+    """What `scan_block_range` saw: besides the transfers, the next `cursor` (the first
+    block to read next time), `scanned_from`/`scanned_to` (the blocks read, None when none),
+    `txids` (every transaction in them: a stored transfer there whose transaction is not
+    among them left the chain), `read` (how many blocks), `blocks` (the [number, blockID]
+    of the block before the next cursor) and `fallback` (why nothing was read and every
+    address must be polled instead; "" when the blocks were read)."""
+
+    txids: frozenset = frozenset()
+    read: int = 0
+    fallback: str = ""
 
 
 def to_hex_address(address: str) -> str:
@@ -115,9 +150,15 @@ class TronAdapter:
         timeout: float = DEFAULT_TIMEOUT,
         sleep: Callable[[float], None] = time.sleep,
         concurrency: int = 1,
+        blocks_per_call: int = BLOCKS_PER_CALL,
+        max_blocks: int = MAX_SCAN_BLOCKS,
     ):
         to_hex_address(usdt_contract)  # a bad setting fails at start-up
+        if not 1 <= blocks_per_call <= BLOCKS_PER_CALL or max_blocks < 1:
+            raise ValueError("tron: 1 to 100 blocks per call, and at least 1 block a pass")
         self.concurrency = concurrency
+        self.blocks_per_call = blocks_per_call
+        self.max_blocks = max_blocks
         self.base_url = base_url.rstrip("/")
         self.usdt_contract = usdt_contract
         self.headers = {"TRON-PRO-API-KEY": api_key} if api_key else {}
@@ -202,6 +243,189 @@ class TronAdapter:
             cursors=positions,
             complete=frozenset(complete),
         )
+
+    def scan_block_range(
+        self,
+        watched: Callable[[set[str]], Iterable[str]],
+        *,
+        cursor: int | None,
+        blocks: Sequence[Sequence] = (),
+        polling_cost: Callable[[], int] | None = None,
+    ) -> TronBlockScan:
+        """Credits to watched addresses in the blocks from `cursor` (the first block not
+        read yet, or not solidified when read) up to the head, read with POST
+        /wallet/getblockbylimitnext, `blocks_per_call` blocks a request (the node's limit is
+        100; endNum is exclusive).
+
+        `watched(addresses)` answers which of the base58 addresses these blocks pay are
+        watched (asked once per request's blocks, whose transactions are then let go), so
+        the cost follows the blocks, not the watched addresses. In each block:
+        a TransferContract (TRX, in sun) or TransferAssetContract (TRC-10, "TOKEN") to a
+        watched address, `failed` unless ret[0].contractRet is "SUCCESS"; a
+        TriggerSmartContract calling transfer(address,uint256) or
+        transferFrom(address,address,uint256) with a watched recipient, whatever the
+        contract: it is then looked up (gettransactioninfobyid) and recorded from its
+        Transfer events exactly as the polling path records the TRC-20 list's items (the
+        configured USDT contract "USDT", any other "TOKEN"; a call the block says failed is
+        recorded failed without a look-up; one the node has no info for yet is `undecided`).
+
+        The next cursor is the block after the solidified head (or after the last block
+        read, if lower; or the block of a token call the node had no info for yet), never
+        before `cursor`: the blocks not solidified yet are read
+        again on the next pass, so a stored transfer among them that the scan no longer
+        finds left the chain (`txids`: every transaction in the blocks read). `blocks` is
+        the [number, blockID] of the block before `cursor` as the last scan read it
+        (solidified: it cannot change); the first block read must name it as its parent.
+
+        A fallback (the watcher polls every address instead) is answered before anything
+        is looked at: no cursor yet, a cursor above the head, a first block whose parent is
+        not the one read before, or more than `max_blocks` blocks behind where polling
+        (`polling_cost()`: the requests it takes, asked only then) costs fewer requests
+        than reading them all; the
+        next cursor is then FALLBACK_OVERLAP blocks before the solidified head (what
+        TronGrid's lists may not show yet is read in blocks). Where reading them is cheaper,
+        `max_blocks` of them are read this pass and the rest on the next ones."""
+        with new_client() as client:
+            solidified = self._head(client, "/walletsolidity/getnowblock")
+            tip = max(self._head(client, "/wallet/getnowblock"), solidified)
+            restart = max(solidified + 1 - FALLBACK_OVERLAP, 0)
+
+            def fallback(reason: str) -> TronBlockScan:
+                return TronBlockScan(tip=tip, cursor=restart, blocks=[], fallback=reason)
+
+            if cursor is None:
+                return fallback("no block scanned yet")
+            cursor = json_int(cursor, "tron: block cursor", high=MAX_HEIGHT + 1)
+            if cursor > tip + 1:
+                return fallback(f"the cursor {cursor} is above the head {tip}")
+            end = tip + 1
+            if end - cursor > self.max_blocks:
+                budget = polling_cost() if polling_cost is not None else 0
+                calls = -(-(end - cursor) // self.blocks_per_call)
+                if calls > budget:
+                    return fallback(
+                        f"{end - cursor} blocks behind, more requests than polling ({budget})"
+                    )
+                logger.info(
+                    "tron: %d blocks behind, reading %d this pass (polling would cost %d)",
+                    end - cursor,
+                    self.max_blocks,
+                    budget,
+                )
+                end = cursor + self.max_blocks
+            parent = [list(pair) for pair in blocks or ()]
+            before = parent[-1] if parent and parent[-1][0] == cursor - 1 else None
+            scan = _Scan(self, client, tip=tip, solidified=solidified)
+            # What is kept of the blocks read: their [number, id], every txid, the block of
+            # each token call looked up; each answer's transactions are looked at and let go.
+            read, txids, calls_at = [], set(), {}
+            start, step = cursor, self.blocks_per_call
+            while start < end:
+                stop = min(start + step, end)
+                try:
+                    got = self._blocks(client, start, stop)
+                except AnswerTooLarge:
+                    # Busy blocks (mainnet's are ~300 KB each in JSON): ask for half as
+                    # many, for the rest of this scan too.
+                    if stop - start <= 1:
+                        raise
+                    step = (stop - start) // 2
+                    logger.info(
+                        "tron: blocks %d-%d too large an answer, %d a call", start, stop, step
+                    )
+                    continue
+                for block in got:
+                    if before is not None and block["parent"] != before[1]:
+                        if block["number"] == cursor:
+                            return fallback(f"block {cursor - 1} is no longer the one read before")
+                        raise ChainError(
+                            f"tron: block {block['number']} does not follow the one before"
+                        )
+                    before = [block["number"], block["id"]]
+                self._look_at(scan, got, watched, txids, calls_at)
+                read.extend([block["number"], block["id"]] for block in got)
+                start = stop
+        last = read[-1][0] if read else cursor - 1
+        after = max(cursor, min(solidified, last) + 1)
+        # A token call the node could not describe yet is read again next pass, solidified
+        # or not: the cursor stays at its block.
+        waiting = [calls_at[txid] for txid in scan.undecided if txid in calls_at]
+        if waiting:
+            after = max(cursor, min(after, *waiting))
+        kept = [pair for pair in read if pair[0] == after - 1]
+        return TronBlockScan(
+            transfers=list(scan.transfers.values()),
+            tip=tip,
+            cursor=after,
+            scanned_from=cursor if read else None,
+            scanned_to=last if read else None,
+            undecided=frozenset(scan.undecided),
+            blocks=kept or None,
+            txids=frozenset(txids),
+            read=len(read),
+        )
+
+    def _look_at(self, scan: "_Scan", got: list[dict], watched, txids: set, calls_at: dict):
+        """The payments to watched addresses in the blocks `got` (one look-up of their
+        recipients among the watched), recorded in `scan`."""
+        found = [(block, tx, _payment_of(tx)) for block in got for tx in block["txs"]]
+        recipients = {payment[1] for _b, _tx, payment in found if payment is not None}
+        ours = set(watched(recipients)) if recipients else set()
+        for block, tx, payment in found:
+            txids.add(tx["txID"].lower())
+            if payment is None or payment[1] not in ours:
+                continue
+            kind, address, contract, amount = payment
+            item = {**tx, "blockNumber": block["number"], "block_timestamp": block["time"]}
+            if kind == "native":
+                scan.native(item, address, to_hex_address(address))
+            else:
+                calls_at[tx["txID"]] = block["number"]
+                self._called_token(scan, item, address, contract, amount)
+
+    def _called_token(self, scan: "_Scan", item: dict, address: str, contract: str, amount):
+        """A transfer()/transferFrom() call to `address` found in a block, recorded as the
+        polling path records a TRC-20 list item (its events decide)."""
+        txid = item.get("txID")
+        if not isinstance(txid, str):
+            raise ChainError(f"tron: a token transfer to {address} has no txID")
+        listed = {
+            "transaction_id": txid,
+            "token_info": {"address": contract},
+            "to": address,
+            "type": "Transfer",
+            "value": str(amount),
+            "block_timestamp": item["block_timestamp"],
+        }
+        ret = item.get("ret")
+        first = ret[0] if isinstance(ret, list) and ret else None
+        result = first.get("contractRet") if isinstance(first, dict) else None
+        if result == "SUCCESS":
+            scan.tokens([listed], address)
+            return
+        # The block says it failed (REVERT, OUT_OF_ENERGY...): never credited, recorded
+        # failed as the polling path records a reverted one (no logs: index 0), no look-up.
+        entry = (listed, contract, amount)
+        if amount > 0 and scan._credible(*entry):
+            scan._failed_tokens(
+                txid, [entry], address, item["blockNumber"], listed["block_timestamp"], {}
+            )
+
+    def _blocks(self, client: httpx.Client, start: int, end: int) -> list[dict]:
+        """Blocks [start, end) as {number, id, parent, time, txs}, checked: every number
+        once and in order, each block's id starting with its number."""
+        body = self._post(
+            client, "/wallet/getblockbylimitnext", {"startNum": start, "endNum": end}
+        )
+        found = body.get("block", [])
+        if not isinstance(found, list) or not all(isinstance(b, dict) for b in found):
+            raise ChainError("tron: getblockbylimitnext did not answer a list of blocks")
+        read = sorted((_block(raw) for raw in found), key=lambda block: block["number"])
+        if [block["number"] for block in read] != list(range(start, end)):
+            raise ChainError(
+                f"tron: blocks {start} to {end - 1} asked, {len(read)} other blocks answered"
+            )
+        return read
 
     def _head_and_time(self, client: httpx.Client, path: str) -> tuple[int, int]:
         """A head's block number and its block time in ms."""
@@ -487,6 +711,87 @@ class _Scan:
             failed=failed,
             final=height is not None and height <= self.solidified,
         )
+
+
+def _block(raw: dict) -> dict:
+    """One block of a getblockbylimitnext answer, checked: its number, id, parent, time
+    (ms) and transactions (each an object with a txID); ChainError for anything else."""
+    header = raw.get("block_header")
+    data = header.get("raw_data") if isinstance(header, dict) else None
+    data = data if isinstance(data, dict) else {}
+    number = json_int(data.get("number"), "tron: block number")
+    unix_time(data.get("timestamp"), f"tron: time of block {number}", milliseconds=True)
+    block_id, parent = raw.get("blockID"), data.get("parentHash")
+    # A TRON block id starts with its number (8 bytes): an answer for another block shows.
+    if not isinstance(block_id, str) or not _BLOCK_ID.fullmatch(block_id):
+        raise ChainError(f"tron: block {number} has no block id")
+    if int(block_id[:16], 16) != number:
+        raise ChainError(f"tron: block {number}'s id names another block")
+    if not isinstance(parent, str) or not _BLOCK_ID.fullmatch(parent):
+        raise ChainError(f"tron: block {number} has no parent hash")
+    txs = raw.get("transactions", [])
+    if not isinstance(txs, list) or not all(
+        isinstance(tx, dict) and isinstance(tx.get("txID"), str) and _TXID.fullmatch(tx["txID"])
+        for tx in txs
+    ):
+        raise ChainError(f"tron: block {number} holds a transaction without a txID")
+    return {
+        "number": number,
+        "id": block_id,
+        "parent": parent,
+        "time": data["timestamp"],
+        "txs": txs,
+    }
+
+
+def _payment_of(tx: dict) -> tuple[str, str, str | None, int | None] | None:
+    """Whom a block's transaction pays, if it is a payment a block shows: ("native",
+    recipient, None, None) for a TRX or TRC-10 transfer, ("token", recipient, contract,
+    amount) for a transfer()/transferFrom() call; None for anything else (or anything
+    unreadable: only a payment to a watched address is looked at further)."""
+    raw = tx.get("raw_data")
+    contracts = raw.get("contract") if isinstance(raw, dict) else None
+    if not isinstance(contracts, list) or not contracts or not isinstance(contracts[0], dict):
+        return None
+    kind = contracts[0].get("type")
+    parameter = contracts[0].get("parameter")
+    value = parameter.get("value") if isinstance(parameter, dict) else None
+    if not isinstance(value, dict):
+        return None
+    if kind in ("TransferContract", "TransferAssetContract"):
+        to = _base58_or_none(value.get("to_address"))
+        return ("native", to, None, None) if to else None
+    if kind != "TriggerSmartContract":
+        return None
+    data = value.get("data")
+    if not isinstance(data, str) or len(data) > 4096:
+        return None
+    word = _TOKEN_CALLS.get(data[:8].lower())
+    if word is None:
+        return None
+    words = [data[8 + 64 * n : 8 + 64 * (n + 1)] for n in range(word + 2)]
+    if not all(_WORD.fullmatch(part) for part in words) or words[word][:24].strip("0"):
+        return None
+    recipient = _base58_or_none("41" + words[word][24:])
+    contract = _base58_or_none(value.get("contract_address"))
+    if recipient is None or contract is None:
+        return None
+    return "token", recipient, contract, int(words[word + 1], 16)
+
+
+@functools.lru_cache(maxsize=65536)
+def _base58_cached(hex_address: str) -> str | None:
+    try:
+        return to_base58_address(hex_address)
+    except ValueError:
+        return None
+
+
+def _base58_or_none(value: Any) -> str | None:
+    """A block's hex address (41 + 20 bytes) as base58, or None for anything else."""
+    if not isinstance(value, str) or len(value) != 42:
+        return None
+    return _base58_cached(value.lower())
 
 
 def _read(pages: Iterator[dict]) -> tuple[list[dict], bool]:

@@ -17,6 +17,7 @@ One module per step, every name callers use re-exported here (`watching.watch_al
 - `scanning`: the watched intents and their targets, the address-polling scan, chain
   health (steps 1 to 3);
 - `blocks`: the block scan (new blocks and mempool instead of polling every address);
+- `tron_blocks`: Tron's block scan (the blocks since a cursor, a slow sweep of addresses);
 - `cursors`: address polling from per-key cursors (PollCursor), asking only what can
   have changed;
 - `storing`: transfers stored, classified, de-duplicated, marked disappeared;
@@ -73,6 +74,7 @@ from kernodeck.payments.watching.storing import (
     unexplained_balances_record,
 )
 from kernodeck.payments.watching.storing import _intent_for as _intent_for
+from kernodeck.payments.watching.tron_blocks import tron_block_scanning, tron_blocks_scan
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +95,7 @@ __all__ = [
     "transfer_record",
     "transfers_mark_disappeared",
     "transfers_store",
+    "tron_block_scanning",
     "unexplained_balances_record",
     "watch_all",
     "watch_network",
@@ -111,7 +114,12 @@ def watch_network(network: str) -> dict:
         return {"network": network, "skipped": "no API URL configured"}
     now = clock.now()
     state = ChainState.objects.filter(network=network).first()
-    scan = blocks_scan if block_scanning(network, adapter) else addresses_poll
+    if block_scanning(network, adapter):
+        scan = blocks_scan
+    elif tron_block_scanning(adapter):
+        scan = tron_blocks_scan
+    else:
+        scan = addresses_poll
     observed = scan(network, adapter, state, now=now)
     if isinstance(observed, dict):
         return observed  # the chain failed: its error is recorded

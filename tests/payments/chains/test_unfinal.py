@@ -33,6 +33,7 @@ def intent_for(method_code: str):
 
 
 def tron_grid(settings, loopback, *, tip: int, solidified: int) -> FakeTronGrid:
+    settings.KERNODECK_WATCH_BLOCK_SCAN = False  # TronGrid's lists, address by address
     settings.KERNODECK_TRON_API_URL = loopback.url
     return FakeTronGrid(loopback, tip=tip, solidified=solidified)
 
