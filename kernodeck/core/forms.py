@@ -25,7 +25,9 @@ class Form(forms.Form):
         super().__init__(*args, **kwargs)
 
 
-_PLAIN_WIDGETS = (forms.TextInput, forms.Textarea)
+# The widgets `fields_html` writes itself: Django's input.html, textarea.html and a
+# select.html without option groups.
+_INPUTS = (forms.TextInput, forms.NumberInput, forms.EmailInput, forms.URLInput)
 
 
 def _attrs_html(attrs: dict) -> str:
@@ -37,14 +39,37 @@ def _attrs_html(attrs: dict) -> str:
     )
 
 
+def _control_html(widget, name: str, value, attrs: dict) -> str | None:
+    """The widget as its Django template writes it, or None for another widget."""
+    kind = type(widget)
+    if kind in _INPUTS:
+        value = widget.format_value(value)
+        shown = f' value="{html.escape(str(value))}"' if value is not None else ""
+        return f'<input type="{widget.input_type}" name="{name}"{shown}{_attrs_html(attrs)}>'
+    if kind is forms.Textarea:
+        value = widget.format_value(value)
+        text = conditional_escape(value) if value else ""
+        return f'<textarea name="{name}"{_attrs_html(attrs)}>\n{text}</textarea>'
+    if kind is forms.Select and not widget.option_inherits_attrs:
+        options = []
+        for group, choices, _index in widget.optgroups(name, widget.format_value(value), attrs):
+            if group:
+                return None
+            options.extend(
+                f'\n  <option value="{html.escape(str(option["value"]))}"'
+                f"{_attrs_html(option['attrs'])}>{conditional_escape(option['label'])}</option>\n"
+                for option in choices
+            )
+        return f'<select name="{name}"{_attrs_html(attrs)}>{"".join(options)}\n</select>'
+    return None
+
+
 def _plain_field_html(field) -> str | None:
     """One field's group as forms/fields.html writes it, or None where this does not know
-    how (a widget other than a text input or a text area, a help text, no label or no id,
-    a label suffix or a required-field class)."""
+    how (another widget, no label or no id, a label suffix or a required-field class)."""
     widget, form = field.field.widget, field.form
     if (
-        type(widget) not in _PLAIN_WIDGETS
-        or field.help_text
+        widget.use_fieldset
         or not field.label
         or not field.auto_id
         or "id" in widget.attrs
@@ -54,18 +79,18 @@ def _plain_field_html(field) -> str | None:
     ):
         return None
     attrs = widget.build_attrs(widget.attrs, {**field.build_widget_attrs({}), "id": field.auto_id})
-    value = widget.format_value(field.value())
-    name = html.escape(field.html_name)
-    if isinstance(widget, forms.Textarea):
-        text = conditional_escape(value) if value else ""
-        control = f'<textarea name="{name}"{_attrs_html(attrs)}>\n{text}</textarea>'
-    else:
-        shown = f' value="{html.escape(str(value))}"' if value is not None else ""
-        control = f'<input type="{widget.input_type}" name="{name}"{shown}{_attrs_html(attrs)}>'
-    label = conditional_escape(field.label)
+    control = _control_html(widget, html.escape(field.html_name), field.value(), attrs)
+    if control is None:
+        return None
+    help_text = (
+        f'<div class="helptext" id="{html.escape(field.auto_id)}_helptext">{field.help_text}</div>'
+        if field.help_text  # `|safe` in Django's field.html: a help text is the form's HTML
+        else ""
+    )
     return (
         f'<div class="field" data-field="{html.escape(field.name)}">'
-        f'<label for="{html.escape(field.auto_id)}">{label}</label>\n\n\n\n{control}</div>\n'
+        f'<label for="{html.escape(field.auto_id)}">{conditional_escape(field.label)}</label>'
+        f"\n\n{help_text}\n\n{control}</div>\n"
     )
 
 

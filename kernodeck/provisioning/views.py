@@ -19,7 +19,7 @@ from kernodeck.accounts.permissions import permission_required
 from kernodeck.catalog import selectors as catalog_selectors
 from kernodeck.catalog.models import Preparation
 from kernodeck.core.errors import NotFound, ServiceError
-from kernodeck.core.forms import add_service_error
+from kernodeck.core.forms import add_service_error, fields_html
 from kernodeck.core.links import escape_text as escape
 from kernodeck.core.links import link_maker
 from kernodeck.core.requests import client_ip
@@ -448,7 +448,7 @@ def fleet(request):
     return render(
         request,
         "provisioning/fleet.html",
-        {"nodes": nodes, "form": form},
+        {"nodes": nodes, "form": form, "form_fields": fields_html(form)},
         status=status,
     )
 
