@@ -14,6 +14,7 @@ from django.utils import translation
 from kernodeck.core import clock
 from kernodeck.orders.models import Order, RentalState
 from kernodeck.provisioning import selectors
+from kernodeck.provisioning.models import Allocation
 from tests.budgets.operations_data import build
 
 pytestmark = pytest.mark.django_db
@@ -122,3 +123,40 @@ def test_the_rows_read_in_the_visitors_language_with_links_and_escaped_values(
             ]
         ).count()
     )
+
+
+def test_the_releases_waiting_read_one_line_per_rental_and_node(client):
+    data = build(4)
+    live = list(
+        Allocation.objects.filter(released_at__isnull=True)
+        .select_related("order", "slot__node")
+        .order_by("order__reference")
+    )
+    asked = clock.now() - timedelta(minutes=30)
+    Allocation.objects.filter(pk__in=[a.pk for a in live[:2]]).update(
+        release_requested_at=asked, release_attempts=3, release_error=NASTY
+    )
+    # A second slot of the first rental on the same node: still one line.
+    first = live[0]
+    Allocation.objects.create(
+        order=first.order,
+        slot=first.slot.node.slots.exclude(pk=first.slot_id).first(),
+        unit=2,
+        allocated_at=asked,
+        release_requested_at=asked,
+    )
+    client.force_login(data.operator)
+
+    html = client.get("/backoffice/rentals/", HTTP_ACCEPT_LANGUAGE="es").content.decode()
+
+    section = html.split('id="releases"', 1)[1].split("</section>", 1)[0]
+    assert "Releases waiting" not in section  # in Spanish
+    assert section.count("<tr>") == 3  # the header and two lines
+    for allocation in live[:2]:
+        link = reverse("desk:rental", args=[allocation.order.reference])
+        assert f'<a href="{link}"><code class="ref">{allocation.order.reference}</code></a>' in (
+            section
+        )
+        assert f"<code>{allocation.slot.node.name}</code>" in section
+    assert section.count(f">{asked.strftime('%Y-%m-%d %H:%M')}</td>") == 2
+    assert "&lt;script&gt;" in section and "<script>" not in section

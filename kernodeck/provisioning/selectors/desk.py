@@ -29,25 +29,34 @@ def step_in_flight(order: Order):
 
 
 def releases_pending_for_desk():
-    """[{order, node, requested_at, attempts, error}] of every unconfirmed release."""
+    """[{reference, node, requested_at, attempts, error}] of every unconfirmed release, one
+    per rental and node: the rental's reference and the node's name, the columns the desk
+    shows (not three whole rows joined per allocation)."""
     rows = (
         Allocation.objects.filter(released_at__isnull=True, release_requested_at__isnull=False)
-        .select_related("order", "slot__node")
         .order_by("release_requested_at", "order_id", "slot__node__name")
+        .values_list(
+            "order_id",
+            "slot__node_id",
+            "order__reference",
+            "slot__node__name",
+            "release_requested_at",
+            "release_attempts",
+            "release_error",
+        )
     )
     seen, out = set(), []
-    for row in rows:
-        key = (row.order_id, row.slot.node_id)
-        if key in seen:
+    for order_id, node_id, reference, node, requested_at, attempts, error in rows:
+        if (order_id, node_id) in seen:
             continue
-        seen.add(key)
+        seen.add((order_id, node_id))
         out.append(
             {
-                "order": row.order,
-                "node": row.slot.node,
-                "requested_at": row.release_requested_at,
-                "attempts": row.release_attempts,
-                "error": row.release_error,
+                "reference": reference,
+                "node": node,
+                "requested_at": requested_at,
+                "attempts": attempts,
+                "error": error,
             }
         )
     return out
