@@ -6,7 +6,9 @@ rentals that ran on it. Its settings fields: tests/core/test_fields_html.py."""
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.template import engines
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import translation
 
@@ -150,6 +152,10 @@ def test_the_node_page_lists_the_steps_of_rentals_that_ran_on_it(client):
     }
 
     client.force_login(make_operator())
-    html = client.get(f"/backoffice/nodes/{node.name}/").content.decode()
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(f"/backoffice/nodes/{node.name}/").content.decode()
+    # the operator's permissions (2), session, account, node, events, the steps'
+    # references, the GPUs' slots and samples: whatever the node's history
+    assert len(queries.captured_queries) == 9
     assert f'<code class="ref">{first.order.reference}</code>' in html
     assert "prepare &lt;b&gt;" in html
