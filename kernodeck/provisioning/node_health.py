@@ -404,19 +404,34 @@ def node_inspect(*, node_id: int) -> Node:
 
 def node_step_log(node: Node, *, limit: int = 40) -> list[dict]:
     """The node's own events and the driver steps of rentals that ran on it, newest first:
-    [{at, action, reference, step, detail, data}]."""
-    from django.db.models import Q
+    [{at, action, reference, step, detail, data}].
 
-    references = {
-        str(pk): reference
-        for pk, reference in Order.objects.filter(allocations__slot__node=node)
-        .distinct()
-        .values_list("pk", "reference")
-    }
-    events = AuditEvent.objects.filter(
-        Q(target_type="provisioning.node", target_id=str(node.pk))
-        | Q(target_type=STEP_TARGET, target_id__in=references)
-    ).order_by("-created_at", "-pk")[:limit]
+    The rentals that ran on the node are a subquery (every rental in the node's history
+    was a Python list of ids sent back as `IN (...)`); the references are read for the
+    steps shown only, and not at all when none is shown."""
+    from django.db.models import CharField, Q
+    from django.db.models.functions import Cast
+
+    ran_here = (
+        Order.objects.filter(allocations__slot__node=node)
+        .annotate(key=Cast("pk", CharField()))
+        .values("key")
+    )
+    events = list(
+        AuditEvent.objects.filter(
+            Q(target_type="provisioning.node", target_id=str(node.pk))
+            | Q(target_type=STEP_TARGET, target_id__in=ran_here)
+        ).order_by("-created_at", "-pk")[:limit]
+    )
+    shown = {int(event.target_id) for event in events if event.target_type == STEP_TARGET}
+    references = (
+        {
+            str(pk): reference
+            for pk, reference in Order.objects.filter(pk__in=shown).values_list("pk", "reference")
+        }
+        if shown
+        else {}
+    )
     return [
         {
             "at": event.created_at,

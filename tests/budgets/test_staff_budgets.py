@@ -28,7 +28,8 @@ ENDPOINTS = [
     (OPERATOR, lambda d: f"/backoffice/rentals/{d.rental.reference}/", 9),
     (OPERATOR, lambda d: "/backoffice/fleet/", 5),
     (OPERATOR, lambda d: "/backoffice/nodes/", 3),
-    # the node page: 5, and its GPUs' use (the slots, the last hour's samples) 2 more
+    # the node page: session, account, node and its events (the rental steps shown read
+    # their references in one more: 7), and its GPUs' use (the slots, the samples) 2 more
     (OPERATOR, lambda d: f"/backoffice/nodes/{d.node.name}/", 7),
     # The inbox lists tickets and "I can't sign in" requests; each thread is listed
     # without its attachments' bytes.
