@@ -95,9 +95,11 @@ class SessionStore(sessions.SessionStore):
 
     def delete(self, session_key=None):
         key = session_key if session_key is not None else self.session_key
-        super().delete(session_key)
         if key:
+            # Marked first: if the cache fails, the row stays too and the sign-out fails
+            # visibly, instead of a copy outliving its row once the cache is back.
             self.forget_ended([key])
+        super().delete(session_key)
 
     @classmethod
     def forget_ended(cls, keys) -> None:

@@ -314,16 +314,18 @@ def password_link_dead_message() -> str:
 
 
 def _sessions_end(queryset) -> int:
-    """Delete these sessions and have the session engine forget them after the commit (a
-    cached copy of an ended session must not sign its browser in); return how many.
+    """Delete these sessions and have the session engine forget them (a cached copy of an
+    ended session must not sign its browser in); return how many.
 
     The rows deleted are the ones read here: a session that starts meanwhile is neither
     deleted nor forgotten, so its row and its cached copy agree."""
     keys = list(queryset.values_list("session_key", flat=True))
     if not keys:
         return 0
-    ended, _detail = Session.objects.filter(session_key__in=keys).delete()
+    # Forgotten first: if the cache fails, nothing is deleted (the caller's transaction
+    # rolls back) and the action fails visibly, instead of copies outliving their rows.
     sessions_forget_ended(keys)
+    ended, _detail = Session.objects.filter(session_key__in=keys).delete()
     return ended
 
 

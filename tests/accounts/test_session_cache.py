@@ -10,6 +10,7 @@ import os
 import threading
 
 import pytest
+import redis
 from django.contrib.auth.tokens import default_token_generator
 from django.db import connection, connections, transaction
 from django.test import Client
@@ -174,6 +175,33 @@ def test_an_end_that_rolls_back_still_signs_out():
 
     assert Session.objects.filter(user=user).count() == 2
     assert not signed_in(other)
+    assert signed_in(this)
+
+
+def test_a_cache_that_fails_ends_nothing_and_says_so():
+    """Marked before the rows are deleted: a cache that cannot take the marks leaves every
+    session as it was (row and copy) and the action fails, instead of copies that would
+    outlive their rows once the cache is back (a Redis on a closed port)."""
+    from django.test.utils import override_settings
+
+    user = make_user(email="ada@example.org")
+    other = sign_in("ada@example.org")
+    this = sign_in("ada@example.org")
+    dead = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": "redis://127.0.0.1:9/0",
+    }
+
+    with override_settings(CACHES={"default": dead}):
+        with pytest.raises(redis.exceptions.ConnectionError):
+            services.sessions_end_others(
+                user=user, current_session_key=this.cookies["sessionid"].value
+            )
+        with pytest.raises(redis.exceptions.ConnectionError):
+            this.post(reverse("accounts:signout"))
+
+    assert Session.objects.filter(user=user).count() == 2
+    assert signed_in(other)
     assert signed_in(this)
 
 
