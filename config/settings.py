@@ -220,7 +220,12 @@ HUEY["consumer"] = {"workers": 6, "worker_type": "thread", "flush_locks": True}
 
 # Accounts and authentication.
 AUTH_USER_MODEL = "accounts.User"
-SESSION_ENGINE = "kernodeck.accounts.sessions"
+# Sessions are database rows (the account page lists and ends them); with Redis, shared by
+# every worker, a signed-in request reads its session from the cache instead of a query
+# (accounts/cached_sessions.py says what keeps an ended session from signing in).
+SESSION_ENGINE = (
+    "kernodeck.accounts.cached_sessions" if REDIS_URL else "kernodeck.accounts.sessions"
+)
 SESSION_COOKIE_AGE = 60 * 60 * 24 * 14
 LOGIN_URL = "accounts:signin"
 LOGIN_REDIRECT_URL = "accounts:account"

@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 
 from kernodeck.accounts import throttle
 from kernodeck.accounts.models import ApiToken, Session, SshKey, User, normalize_email
+from kernodeck.accounts.sessions import sessions_forget_ended
 from kernodeck.accounts.ssh_keys import parse_public_key
 from kernodeck.core import clock, rows
 from kernodeck.core.errors import Conflict, InvalidInput, NotFound, Throttled, Unauthenticated
@@ -254,7 +255,7 @@ def password_reset_by_staff(*, user: User, actor) -> User:
         user = User.objects.select_for_update().get(pk=user.pk)
         user.set_unusable_password()
         user.save(update_fields=["password"])
-        sessions, _detail = Session.objects.filter(user=user).delete()
+        sessions = _sessions_end(Session.objects.filter(user=user))
         tokens = ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(
             revoked_at=clock.now()
         )
@@ -295,7 +296,7 @@ def password_set_with_link(*, uidb64: str, token: str, new_password: str, ip_add
             raise InvalidInput(" ".join(exc.messages), field="new_password") from None
         user.set_password(new_password)
         user.save(update_fields=["password"])
-        Session.objects.filter(user=user).delete()
+        _sessions_end(Session.objects.filter(user=user))
         audit_record(
             action="account.password_set_from_link",
             target=user,
@@ -312,11 +313,27 @@ def password_link_dead_message() -> str:
     )
 
 
+def _sessions_end(queryset) -> int:
+    """Delete these sessions and have the session engine forget them (a cached copy of an
+    ended session must not sign its browser in); return how many.
+
+    The rows deleted are the ones read here: a session that starts meanwhile is neither
+    deleted nor forgotten, so its row and its cached copy agree."""
+    keys = list(queryset.values_list("session_key", flat=True))
+    if not keys:
+        return 0
+    # Forgotten first: if the cache fails, nothing is deleted (the caller's transaction
+    # rolls back) and the action fails visibly, instead of copies outliving their rows.
+    sessions_forget_ended(keys)
+    ended, _detail = Session.objects.filter(session_key__in=keys).delete()
+    return ended
+
+
 def sessions_end_others(*, user: User, current_session_key: str) -> int:
     """Sign the account out of every browser but this one; return how many were ended."""
     with transaction.atomic():
-        ended, _ = (
-            Session.objects.filter(user=user).exclude(session_key=current_session_key).delete()
+        ended = _sessions_end(
+            Session.objects.filter(user=user).exclude(session_key=current_session_key)
         )
         if ended:
             audit_record(

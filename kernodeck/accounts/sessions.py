@@ -5,6 +5,9 @@ of an account and end the others. The view layer puts the browser and address in
 session data at sign-in; this store copies them into columns when it saves.
 """
 
+from importlib import import_module
+
+from django.conf import settings
 from django.contrib.sessions.backends.db import SessionStore as DBStore
 
 from kernodeck.core import clock
@@ -32,3 +35,16 @@ class SessionStore(DBStore):
         obj.ip_address = valid_ip(data.get(IP_KEY))
         obj.last_seen = clock.now()
         return obj
+
+    @classmethod
+    def forget_ended(cls, keys) -> None:
+        """Nothing to forget: this store reads the database alone (see cached_sessions)."""
+
+
+def sessions_forget_ended(keys) -> None:
+    """Tell the configured session engine that these sessions' rows were deleted (by a
+    queryset, which its own `delete` does not see): the cached one marks them ended."""
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    forget = getattr(store, "forget_ended", None)
+    if forget is not None:
+        forget(keys)

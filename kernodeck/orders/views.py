@@ -90,7 +90,7 @@ def _order_file_order(request, reference):
 @login_required
 def detail(request, reference):
     order = _order_file_order(request, reference)
-    intents = list(payment_selectors.intents_for_order(order=order))
+    intents = payment_selectors.intents_by_order([order])[order.pk]
     live = payment_selectors.live_intent(intents)
     rental = provisioning_selectors.rental_overview(order=order)
     awaiting = order.payment_state == "awaiting_payment"
@@ -189,7 +189,7 @@ def state(request, reference):
     """Polled by the order file (htmx): 204 while nothing changed, else HX-Refresh so the
     page reloads itself with the new state (and without access once the rental ended)."""
     order = _order_file_order(request, reference)
-    intents = list(payment_selectors.intents_for_order(order=order))
+    intents = payment_selectors.intents_by_order([order])[order.pk]
     follow = _follow(order, intents, provisioning_selectors.rental_overview(order=order))
     if request.GET.get("seen") == follow["state"]:
         return HttpResponse(status=204)

@@ -15,7 +15,8 @@ from tests.factories import make_order, make_settled_order, make_user
 pytestmark = pytest.mark.django_db
 
 EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
-# The session, the user, the order, its instructions and its audit events.
+# The session (with the cached engine, a query only until it is cached: a first request), the
+# user, the order, its instructions and its audit events.
 READS_WITHOUT_A_WAY_TO_PAY = 5
 # The methods' own query (the instructions' query joins the table too) and the balance's.
 METHODS_TABLE = 'FROM "payments_paymentmethod"'
@@ -116,3 +117,28 @@ def test_the_order_file_speaks_the_customers_language(client, demo_mode, fresh_r
     page = response.content.decode()
     assert '<html lang="es">' in page
     assert "Elige cómo pagar" in page
+
+
+def _fields(instance) -> dict:
+    return {f.attname: getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields}
+
+
+def test_the_hand_written_reads_load_what_the_orm_loads():
+    """order_file_get and the timeline's audit_trail_of write their statements by hand:
+    every column comes back as the ORM gives it (moments, decimals, JSON), in its order."""
+    from kernodeck.core.models import AuditEvent
+    from kernodeck.core.selectors import audit_trail_of
+    from kernodeck.orders.models import Order
+
+    order = make_settled_order()
+
+    found = selectors.order_file_get(owner=order.owner, reference=order.reference)
+    assert _fields(found) == _fields(Order.objects.get(pk=order.pk))
+    assert found.settled_at is not None and found.settled_at.utcoffset() is not None
+
+    events = audit_trail_of(target_type="orders.order", target_id=order.pk)
+    expected = AuditEvent.objects.filter(
+        target_type="orders.order", target_id=str(order.pk)
+    ).order_by("created_at", "id")
+    assert [_fields(e) for e in events] == [_fields(e) for e in expected]
+    assert len(events) >= 2 and any(e.after or e.data for e in events)
