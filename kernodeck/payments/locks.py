@@ -152,13 +152,77 @@ def lock_order_of_owner_with_method(*, owner, reference: str, method_code: str, 
     return order, _METHOD.load(rest[: len(_METHOD)]), _RATE.load(rest[len(_METHOD) :])
 
 
-def intents_of_locked_order(order) -> list[PaymentIntent]:
-    """The order's instructions, newest first, with their method (read under the order's
-    lock, after it was taken: a statement of its own, so that it sees every instructions
-    committed before the lock was granted). Each one's `.order` is the given object."""
+@functools.cache
+def _intents_of_order_of_owner_statement(vendor: str) -> str:
+    # The order's instructions by the order's owner and reference (the parameters of the
+    # locking statement it follows), so that it can be sent with that statement.
+    return (
+        f"SELECT {_INTENT.sql()}, {_METHOD.sql()} FROM payments_paymentintent i "  # noqa: S608
+        "JOIN payments_paymentmethod m ON m.code = i.method_id "
+        "JOIN orders_order o ON o.id = i.order_id "
+        "WHERE o.owner_id = %s AND o.reference = %s ORDER BY i.created_at DESC"
+    )
+
+
+def _statements_in_one_round_trip() -> bool:
+    """Whether two statements can go in one `execute`: PostgreSQL with psycopg's
+    client-side binding (Django's default; a server-side binding cursor takes one)."""
+    return connection.vendor == "postgresql" and not connection.settings_dict["OPTIONS"].get(
+        "server_side_binding"
+    )
+
+
+def lock_order_of_owner_with_method_and_intents(
+    *, owner, reference: str, method_code: str, fresh_since
+):
+    """`lock_order_of_owner_with_method` and then `intents_of_locked_order`:
+    (order, method, rate, intents), in one round trip to PostgreSQL.
+
+    The instructions are still read by a statement of their own, after the lock: the two
+    statements go in one query message, which PostgreSQL runs one after the other, the
+    second once the first has its locks and with a snapshot of its own (READ COMMITTED
+    takes one per statement), so it sees every instructions committed before the lock
+    was granted, as a second `execute` would. Elsewhere (SQLite) two `execute`s."""
+    if not _statements_in_one_round_trip():
+        order, method, rate = lock_order_of_owner_with_method(
+            owner=owner, reference=reference, method_code=method_code, fresh_since=fresh_since
+        )
+        return order, method, rate, intents_of_locked_order(order)
+    reference = str(reference or "").upper()[:16]
     with connection.cursor() as cursor:
-        cursor.execute(_intents_of_order_statement(connection.vendor), [order.pk])
+        cursor.execute(
+            _order_and_intents_statements(connection.vendor),
+            [
+                str(method_code or ""),
+                rows.datetime_param(fresh_since),
+                owner.pk,
+                reference,
+                owner.pk,
+                reference,
+            ],
+        )
+        row = cursor.fetchone()
+        if row is None:
+            raise NotFound(_("No order with this reference on your account."))
+        cursor.nextset()
         found = cursor.fetchall()
+    order = _ORDER.load(row[: len(_ORDER)])
+    order.owner = owner
+    rest = row[len(_ORDER) :]
+    method, rate = _METHOD.load(rest[: len(_METHOD)]), _RATE.load(rest[len(_METHOD) :])
+    return order, method, rate, _intents_from_rows(found, order)
+
+
+@functools.cache
+def _order_and_intents_statements(vendor: str) -> str:
+    return (
+        _order_of_owner_with_method_statement(vendor)
+        + "; "
+        + _intents_of_order_of_owner_statement(vendor)
+    )
+
+
+def _intents_from_rows(found, order) -> list[PaymentIntent]:
     intents = []
     for row in found:
         intent = _INTENT.load(row[: len(_INTENT)])
@@ -166,6 +230,16 @@ def intents_of_locked_order(order) -> list[PaymentIntent]:
         PaymentIntent.order.field.set_cached_value(intent, order)
         intents.append(intent)
     return intents
+
+
+def intents_of_locked_order(order) -> list[PaymentIntent]:
+    """The order's instructions, newest first, with their method (read under the order's
+    lock, after it was taken: a statement of its own, so that it sees every instructions
+    committed before the lock was granted). Each one's `.order` is the given object."""
+    with connection.cursor() as cursor:
+        cursor.execute(_intents_of_order_statement(connection.vendor), [order.pk])
+        found = cursor.fetchall()
+    return _intents_from_rows(found, order)
 
 
 def lock_intent(intent_id) -> PaymentIntent:

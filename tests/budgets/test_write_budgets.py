@@ -11,10 +11,11 @@ from tests.factories import api_post, make_offer, make_order
 pytestmark = pytest.mark.django_db
 
 # token; SAVEPOINT; the account and the order by reference, locked, with the method and
-# its fresh rate (one SELECT: no read before); its instructions (read after the lock);
-# the address counter (one UPDATE … RETURNING); the instructions and both audit events (one
+# its fresh rate (one SELECT: no read before), and its instructions (read after the lock:
+# a second statement, sent with it in one round trip on PostgreSQL, one `execute`); the
+# address counter (one UPDATE … RETURNING); the instructions and both audit events (one
 # INSERT on PostgreSQL, two elsewhere); RELEASE
-ORDER_INSTRUCTIONS = {"postgresql": 7}.get(connection.vendor, 8)
+ORDER_INSTRUCTIONS = {"postgresql": 6}.get(connection.vendor, 8)
 # token; method and rate (one SELECT); SAVEPOINT; account (lock); open top-ups; the top-up;
 # its audit event; the address counter; the instructions and their audit event (one INSERT
 # on PostgreSQL); RELEASE; the answer's instructions (TopUpOut reads them)

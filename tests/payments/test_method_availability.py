@@ -101,3 +101,19 @@ def test_demo_mode_counts_its_on_demand_rates_as_at_hand(settings, configured, f
     method = PaymentMethod.objects.get(code="btc-bitcoin")
 
     assert selectors.instructions_refusal(method, rate_ready=selectors.rate_at_hand("BTC")) is None
+
+
+def test_a_network_is_health_checked_only_where_its_own_url_is_set(settings, configured):
+    """`network_healthy` reads its network's URL only (not every network's settings): a
+    stale state of a network without a URL, or a name no network has, is healthy."""
+    _tron_down(settings)
+    ChainState.objects.create(network="bitcoin", last_error_at=clock.now(), last_error="503")
+    settings.KERNODECK_BITCOIN_RPC_URL = ""
+    settings.KERNODECK_BITCOIN_ESPLORA_URL = ""
+
+    assert selectors.network_healthy("tron") is False
+    assert selectors.network_healthy("bitcoin") is True
+    assert selectors.network_healthy("dogecoin") is True
+
+    settings.KERNODECK_BITCOIN_RPC_URL = "http://127.0.0.1:9/"  # its own node: watched
+    assert selectors.network_healthy("bitcoin") is False

@@ -11,7 +11,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, router, transaction
 from django.utils.translation import gettext as _
 
 from kernodeck.accounts import throttle
@@ -189,7 +189,7 @@ def payment_intent_create(
                 testnet=testnet,
                 regtest=registry.regtest(),
             )
-        intent = PaymentIntent(
+        intent = _new_intent(
             purpose=purpose,
             order=order,
             topup=topup,
@@ -258,6 +258,50 @@ def payment_intent_create(
         # The instructions and their events in one INSERT (PostgreSQL), not a compiled
         # save() and a bulk_create each.
         audit_record_all(events, along=([intent],))
+    return intent
+
+
+@functools.cache
+def _intent_fields() -> tuple:
+    """For each of PaymentIntent's concrete fields, in the order its positional arguments
+    take them: (name, the related key's attribute for a relation or None, its default's
+    function, the field)."""
+    return tuple(
+        (
+            field.name,
+            field.target_field.attname if field.is_relation else None,
+            field.get_default,
+            field,
+        )
+        for field in PaymentIntent._meta.concrete_fields
+    )
+
+
+def _new_intent(**given) -> PaymentIntent:
+    """`PaymentIntent(**given)` (`given` by field name, relations as objects), built the
+    way the ORM builds a loaded row, from a value per field in order: every other field
+    gets its default (`get_default`, as the keyword path does), a given relation its key
+    and the object (or None) cached, as assigning it does. The keyword path costs about
+    twice as much (a descriptor and checks for every field); the instance is the same
+    (tests/payments/test_instructions_lock_read.py)."""
+    values = []
+    related = []
+    for name, key, default, field in _intent_fields():
+        if name not in given:
+            values.append(default())
+            continue
+        value = given.pop(name)
+        if key is not None:
+            related.append((field, value))
+            value = None if value is None else getattr(value, key)
+        values.append(value)
+    if given:
+        raise TypeError(f"PaymentIntent has no field {sorted(given)}")
+    intent = PaymentIntent(*values)
+    for field, target in related:
+        field.set_cached_value(intent, target)  # None too, as assigning None does
+        if target is not None and intent._state.db is None:  # as assigning the object does
+            intent._state.db = router.db_for_write(PaymentIntent, instance=target)
     return intent
 
 
@@ -400,8 +444,11 @@ def _payment_intent_create_for_reference(
     with transaction.atomic():
         if prepared is not None:
             order = locks.lock_order_of_owner(owner=owner, reference=reference)
+            intents = None
         else:
-            order, method, rate = locks.lock_order_of_owner_with_method(
+            # The order's instructions come with the lock (one round trip on PostgreSQL),
+            # still read after it was granted.
+            order, method, rate, intents = locks.lock_order_of_owner_with_method_and_intents(
                 owner=owner,
                 reference=reference,
                 method_code=method_code,
@@ -417,6 +464,7 @@ def _payment_intent_create_for_reference(
             actor=actor,
             prepared=prepared,
             different_payment=different_payment,
+            intents=intents,
         )
 
 
@@ -436,15 +484,17 @@ def _payment_intent_create_for_order(
 
 
 def _create_for_locked_order(
-    *, order, method_code: str, actor, prepared, different_payment
+    *, order, method_code: str, actor, prepared, different_payment, intents=None
 ) -> PaymentIntent:
     """The rest of the order's instructions, under the account's and the order's locks.
 
     A settled order is payable again only where an operator asked for a reversed payment
     to be paid again (`selectors.repayment_due`): the instructions are for what left the
     chain (its USD at the reversed payment's rate), they repay it, and the order stays
-    settled (its rental is not touched; no hold is needed)."""
-    intents = locks.intents_of_locked_order(order)
+    settled (its rental is not touched; no hold is needed). `intents`: the order's
+    instructions when the caller read them under the lock already."""
+    if intents is None:
+        intents = locks.intents_of_locked_order(order)
     repays = None
     if order.payment_state == PaymentState.SETTLED:
         repays = selectors.repayment_due(intents)
