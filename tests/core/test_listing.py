@@ -1,0 +1,88 @@
+"""core.listing writes what Django's template filters write (`truncatechars`, `date`,
+`timesince`) in English and Spanish, at the edges where they differ from a naive cut."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.template import engines
+from django.utils import translation
+
+from kernodeck.backoffice.templatetags.audit_list import _moment_writer
+from kernodeck.core.listing import minute_text, timesince_maker, truncate_chars
+
+NOW = datetime(2026, 3, 31, 12, 0, 30, tzinfo=UTC)
+
+
+def _filter(expression: str, **context) -> str:
+    return (
+        engines["django"]
+        .from_string("{% autoescape off %}" + expression + "{% endautoescape %}")
+        .render(context)
+    )
+
+
+@pytest.mark.parametrize("language", ["en", "es"])
+@pytest.mark.parametrize("length", [1, 2, 20, 24, 70])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "a",
+        "x" * 19,
+        "x" * 20,
+        "x" * 21,
+        "0123456789abcdef" * 5,
+        "<script>&\"'" * 3,
+        "Café déjà vu " * 6,
+        "e\u0301" * 30,  # combining accents: not counted by Truncator
+        "ü" * 25,
+    ],
+)
+def test_truncate_chars_is_truncatechars(language, length, text):
+    with translation.override(language):
+        assert truncate_chars(text, length) == _filter(
+            "{{ text|truncatechars:length }}", text=text, length=length
+        )
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [None, NOW, NOW.replace(month=1, day=2, hour=3, minute=4, second=59)],
+)
+def test_minute_text_is_the_date_filter(moment):
+    assert minute_text(moment) == _filter('{{ moment|date:"Y-m-d H:i" }}', moment=moment)
+
+
+@pytest.mark.parametrize("language", ["en", "es"])
+def test_timesince_maker_is_timesince_at_the_pages_moment(language):
+    from django.utils.timesince import timesince
+
+    moments = [
+        NOW,
+        NOW + timedelta(minutes=5),  # in the future: "0 minutes"
+        NOW - timedelta(seconds=59),
+        NOW - timedelta(minutes=1),
+        NOW - timedelta(minutes=61),
+        NOW - timedelta(days=1, hours=2),
+        NOW - timedelta(days=15),
+        NOW - timedelta(days=31),  # across February
+        NOW - timedelta(days=400),
+        datetime(2024, 2, 29, 12, tzinfo=UTC),
+    ]
+    with translation.override(language):
+        since = timesince_maker(NOW)
+        for moment in moments:
+            assert since(moment) == timesince(moment, NOW), moment
+            assert since(moment) == since(moment)  # the cached words are the same
+
+
+def test_the_audit_dates_keep_seconds_when_the_format_shows_them():
+    one = datetime(2026, 12, 3, 17, 0, 1, tzinfo=UTC)
+    other = one.replace(second=59)
+    with_seconds = _moment_writer("Y-m-d H:i:s", "-")
+    per_minute = _moment_writer(r"N j, Y, P \s", "-")
+
+    assert with_seconds(one) == "2026-12-03 17:00:01"
+    assert with_seconds(other) == "2026-12-03 17:00:59"
+    assert per_minute(one) == per_minute(other) == "Dec. 3, 2026, 5 p.m. s"
+    assert with_seconds(None) == "-"
