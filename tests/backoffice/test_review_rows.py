@@ -2,14 +2,17 @@
 template made: in English and Spanish, payments for orders and top-ups, each state's
 badge, the cases' links and stored words escaped."""
 
+from datetime import timedelta
+
 import pytest
 from django.template import engines
 from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 
-from kernodeck.payments import review_selectors
-from kernodeck.payments.models import IntentStatus, PaymentIntent, Transfer
+from kernodeck.core import clock
+from kernodeck.payments import review_selectors, selectors
+from kernodeck.payments.models import ChainState, IntentStatus, PaymentIntent, Transfer
 from tests.budgets.data import build
 
 pytestmark = pytest.mark.django_db
@@ -113,3 +116,27 @@ def test_the_review_rows_read_in_the_operators_language_with_links(language, wor
     assert "a&lt;script&gt;&amp;&quot;&#x27;@example.org" in intents
     assert "<td data-label" in intents and "<script>" not in intents + transfers
     assert "&lt;script&gt;&amp;&quot;&#x27;" in transfers
+
+
+def test_the_chain_watchers_cost_one_query_with_every_network_watched(
+    settings, django_assert_num_queries
+):
+    """Each configured network's health is read from the states the page loads (it was a
+    query per watched network) and says what network_healthy says."""
+    settings.KERNODECK_BITCOIN_ESPLORA_URL = "https://esplora.example/api"
+    settings.KERNODECK_LITECOIN_ESPLORA_URL = "https://ltc.example/api"
+    settings.KERNODECK_ETHEREUM_RPC_URL = "https://eth.example"
+    settings.KERNODECK_TRON_API_URL = "https://tron.example"
+    settings.KERNODECK_SOLANA_RPC_URL = "https://sol.example"
+    now = clock.now()
+    ChainState.objects.create(network="bitcoin", last_success_at=now)
+    ChainState.objects.create(network="litecoin", last_success_at=now - timedelta(days=1))
+    ChainState.objects.create(network="ethereum", last_error_at=now)
+
+    with django_assert_num_queries(1):
+        states = selectors.chain_states()
+
+    assert {item["network"]: item["healthy"] for item in states} == {
+        network: selectors.network_healthy(network) for network in selectors.NETWORKS
+    }
+    assert [item["healthy"] for item in states[:3]] == [True, False, False]
