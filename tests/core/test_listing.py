@@ -5,7 +5,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.template import engines
-from django.utils import translation
+from django.utils import dateformat, formats, translation
+from django.utils.html import conditional_escape
 
 from kernodeck.backoffice.templatetags.audit_list import _moment_writer
 from kernodeck.core.listing import minute_text, timesince_maker, truncate_chars
@@ -76,13 +77,30 @@ def test_timesince_maker_is_timesince_at_the_pages_moment(language):
             assert since(moment) == since(moment)  # the cached words are the same
 
 
-def test_the_audit_dates_keep_seconds_when_the_format_shows_them():
-    one = datetime(2026, 12, 3, 17, 0, 1, tzinfo=UTC)
-    other = one.replace(second=59)
-    with_seconds = _moment_writer("Y-m-d H:i:s", "-")
-    per_minute = _moment_writer(r"N j, Y, P \s", "-")
-
-    assert with_seconds(one) == "2026-12-03 17:00:01"
-    assert with_seconds(other) == "2026-12-03 17:00:59"
-    assert per_minute(one) == per_minute(other) == "Dec. 3, 2026, 5 p.m. s"
-    assert with_seconds(None) == "-"
+@pytest.mark.parametrize("language", ["en", "es"])
+@pytest.mark.parametrize(
+    "moment_format",
+    [
+        "DATETIME_FORMAT",
+        "Y-m-d H:i:s",
+        r"N j, Y, P \s \\",
+        "aAbcdDeEfFgGhHiIjlLmMnNoOPrsStTUuwWyYzZ",
+    ],
+)
+def test_the_audit_dates_are_dateformats_own(language, moment_format):
+    """The audit list writes each code once per day or minute: the same text as
+    dateformat.format, seconds and time zones included, in English and Spanish."""
+    moments = [
+        datetime(2026, 12, 3, 0, 0, 1, tzinfo=UTC),
+        datetime(2026, 12, 3, 0, 0, 59, 123456, tzinfo=UTC),
+        datetime(2026, 12, 3, 12, 0, tzinfo=UTC),
+        datetime(2026, 12, 3, 17, 5, tzinfo=UTC),
+        datetime(2026, 12, 4, 17, 5, tzinfo=UTC),
+        datetime(2027, 1, 1, 9, 41, 5, tzinfo=UTC),
+    ]
+    with translation.override(language):
+        real_format = formats.get_format(moment_format)
+        write = _moment_writer(real_format, "-")
+        for moment in moments + moments:  # the second time from what was written
+            assert write(moment) == conditional_escape(dateformat.format(moment, real_format))
+    assert write(None) == "-"

@@ -13,6 +13,7 @@ from django.contrib.admin.templatetags import admin_list
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.urls import reverse
 from django.utils import dateformat, formats, timezone
+from django.utils.dateformat import re_escaped, re_formatchars
 from django.utils.html import conditional_escape
 from django.utils.safestring import mark_safe
 
@@ -79,38 +80,45 @@ def _rows(cl) -> list:
     return rows
 
 
-# Format characters whose text changes within a minute (seconds, microseconds, the epoch,
-# ISO 8601 and RFC 5322 moments): with none of them, one text serves a whole minute.
-_WITHIN_A_MINUTE = frozenset("sucrU")
+# dateformat's codes that read only the moment's day, and those that read only its hour
+# and minute; the others (seconds, microseconds, the epoch, whole moments, time zone
+# names and offsets) are written for each moment.
+_DAY_CODES = frozenset("bdDEFjlLmMnNoStwWyYz")
+_MINUTE_CODES = frozenset("aAfgGhHiP")
 
 
 def _moment_writer(moment_format: str, empty: str):
-    """`display_for_field` of the creation moment (the localized DATETIME_FORMAT in the
-    current time zone, escaped), each minute written once when the format shows no
-    seconds: a page of events holds many in the same minute."""
-    per_minute = not _WITHIN_A_MINUTE & set(_format_characters(moment_format))
+    """`display_for_field` of the creation moment: `dateformat.format` of it in the current
+    time zone with the localized DATETIME_FORMAT, escaped. Each code's text is written
+    once per day (month names, the day) or per minute (the time) for the page, instead of
+    a DateFormat and a lazy translation per code and row."""
+    pieces = re_formatchars.split(moment_format)
+    literals = {i: re_escaped.sub(r"\1", piece) for i, piece in enumerate(pieces) if not i % 2}
     written = {}
 
     def moment(value) -> str:
         if not value:
             return empty
         local = timezone.template_localtime(value)
-        key = local.replace(second=0, microsecond=0) if per_minute else local
-        text = written.get(key)
-        if text is None:
-            text = written[key] = conditional_escape(dateformat.format(local, moment_format))
-        return text
+        formatter = None
+        texts = []
+        for i, piece in enumerate(pieces):
+            if not i % 2:
+                texts.append(literals[i])
+                continue
+            if piece in _DAY_CODES:
+                key = (piece, local.date())
+            elif piece in _MINUTE_CODES:
+                key = (piece, local.hour, local.minute)
+            else:
+                key = None
+            text = written.get(key) if key else None
+            if text is None:
+                formatter = formatter or dateformat.DateFormat(local)
+                text = str(getattr(formatter, piece)())
+                if key:
+                    written[key] = text
+            texts.append(text)
+        return conditional_escape("".join(texts))
 
     return moment
-
-
-def _format_characters(moment_format: str):
-    """The format's characters that dateformat reads as codes (a backslash escapes one)."""
-    escaped = False
-    for char in moment_format:
-        if escaped:
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        else:
-            yield char
