@@ -10,7 +10,15 @@ from kernodeck.core.models import AuditEvent
 
 
 class AuditChangeList(ChangeList):
-    """Each row of the page gets its target's words, read once for the page."""
+    """Each row of the page gets its target's words, read once for the page. The events'
+    before/after/data (JSON the list never shows) are not read for it."""
+
+    def get_queryset(self, request, exclude_parameters=None):
+        return (
+            super()
+            .get_queryset(request, exclude_parameters=exclude_parameters)
+            .defer("before", "after", "data")
+        )
 
     def get_results(self, request):
         super().get_results(request)

@@ -26,6 +26,13 @@ def topups_pending(*, account):
     )
 
 
+def topups_pending_rows(*, account):
+    """`topups_pending`'s (pk, amount_usd, created_at), newest first: what the balance
+    page lists of each, without a model instance per top-up (an account can have
+    hundreds)."""
+    return topups_pending(account=account).values_list("pk", "amount_usd", "created_at")
+
+
 def topups_open_count(*, account) -> int:
     """Top-ups awaiting payment whose instructions are still watched (capped per account)."""
     return (
@@ -59,6 +66,30 @@ def statement(*, account):
         LedgerEntry.objects.filter(account=account)
         .select_related("order", "topup", "intent")
         .order_by("-sequence")
+    )
+
+
+# The columns of the balance page's statement, in the order `statement_rows` gives them.
+STATEMENT_COLUMNS = (
+    "sequence",
+    "created_at",
+    "kind",
+    "memo",
+    "order__reference",
+    "topup_id",
+    "intent_id",
+    "amount_usd",
+    "balance_after_usd",
+)
+
+
+def statement_rows(*, account):
+    """`statement` as tuples of STATEMENT_COLUMNS, newest first: the page shows these
+    and no more (the order's reference is the one cause it joins)."""
+    return (
+        LedgerEntry.objects.filter(account=account)
+        .order_by("-sequence")
+        .values_list(*STATEMENT_COLUMNS)
     )
 
 

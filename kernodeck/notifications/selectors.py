@@ -44,6 +44,31 @@ def outbox_messages(*, status: str = ""):
     return messages
 
 
+# The columns the outbox page shows, in the order `outbox_rows` gives them.
+OUTBOX_COLUMNS = (
+    "pk",
+    "created_at",
+    "event",
+    "to_email",
+    "language",
+    "subject",
+    "status",
+    "attempts",
+    "sent_at",
+    "next_attempt_at",
+    "last_error",
+)
+
+
+def outbox_rows(*, status: str = ""):
+    """`outbox_messages` as tuples of OUTBOX_COLUMNS: the page shows these and no more
+    (not the bodies, the context's JSON nor the account)."""
+    messages = OutboxMessage.objects.order_by("-created_at", "-id")
+    if status in OutboxStatus.values:
+        messages = messages.filter(status=status)
+    return messages.values_list(*OUTBOX_COLUMNS)
+
+
 def outbox_counts() -> dict[str, int]:
     """How many messages each status holds, for the filter links."""
     counts = dict.fromkeys(OutboxStatus.values, 0)

@@ -117,6 +117,25 @@ def inbox(*, status: str | None = None, kind: str | None = None):
     return tickets.order_by("last_customer_at")
 
 
+# The columns of the staff inbox's rows, in the order `inbox_rows` gives them.
+INBOX_COLUMNS = (
+    "pk",
+    "subject",
+    "kind",
+    "status",
+    "last_customer_at",
+    "order__reference",
+    "owner__email",
+    "message_count",
+)
+
+
+def inbox_rows(*, status: str | None = None, kind: str | None = None):
+    """`inbox` as tuples of INBOX_COLUMNS: what its page shows, without three model
+    instances per ticket."""
+    return inbox(status=status, kind=kind).values_list(*INBOX_COLUMNS)
+
+
 def inbox_counts() -> dict:
     rows = Ticket.objects.values("status").annotate(n=Count("pk"))
     counts = {status: 0 for status in Status.values}
@@ -198,6 +217,15 @@ def access_requests_inbox(*, status: str | None = None):
     else:
         requests = requests.exclude(status=AccessStatus.CLOSED)
     return requests.order_by("created_at")
+
+
+# The columns of the inbox's sign-in requests, in the order `access_requests_rows` gives.
+ACCESS_REQUEST_COLUMNS = ("pk", "email", "name", "status", "created_at")
+
+
+def access_requests_rows(*, status: str | None = None):
+    """`access_requests_inbox` as tuples of ACCESS_REQUEST_COLUMNS (what the inbox shows)."""
+    return access_requests_inbox(status=status).values_list(*ACCESS_REQUEST_COLUMNS)
 
 
 def access_request_get_for_staff(*, request_id) -> AccessRequest:

@@ -67,17 +67,19 @@ def test_without_staff_and_permission_the_outbox_is_forbidden(client, user_facto
 
 
 def test_staff_with_the_permission_see_every_message_and_filter_by_status(client):
-    message(1)
-    message(2, OutboxStatus.FAILED)
-    message(3, OutboxStatus.FAILED)
+    first = message(1)
+    second = message(2, OutboxStatus.FAILED)
+    third = message(3, OutboxStatus.FAILED)
     client.force_login(operator("view_outbox"))
 
     everything = client.get(OUTBOX)
     failed = client.get(OUTBOX, {"status": "failed"})
 
     assert everything.status_code == 200
-    assert [m.dedupe_key for m in everything.context["page"].object_list] == ["m3", "m2", "m1"]
-    assert [m.dedupe_key for m in failed.context["page"].object_list] == ["m3", "m2"]
+    # The page's rows are (pk, …) tuples (selectors.OUTBOX_COLUMNS), newest first.
+    listed = [row[0] for row in everything.context["page"].object_list]
+    assert listed == [third.pk, second.pk, first.pk]
+    assert [row[0] for row in failed.context["page"].object_list] == [third.pk, second.pk]
     assert everything.context["statuses"] == [
         ("pending", "Pending", 1),
         ("sent", "Sent", 0),

@@ -13,6 +13,7 @@ from django.contrib.admin.templatetags import admin_list
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.urls import reverse
 from django.utils import dateformat, formats, timezone
+from django.utils.dateformat import re_escaped, re_formatchars
 from django.utils.html import conditional_escape
 from django.utils.safestring import mark_safe
 
@@ -54,7 +55,7 @@ def _rows(cl) -> list:
     )
     url = add_preserved_filters({"preserved_filters": cl.preserved_filters, "opts": cl.opts}, url)
     before, after = (conditional_escape(part) for part in url.split(_PLACEHOLDER, 1))
-    moment_format = formats.get_format("DATETIME_FORMAT")
+    moment = _moment_writer(formats.get_format("DATETIME_FORMAT"), empty)
 
     def text(value) -> str:
         """display_for_field / display_for_value of a text column, escaped."""
@@ -64,27 +65,60 @@ def _rows(cl) -> list:
 
     rows = []
     for event in cl.result_list:
-        moment = (
-            conditional_escape(
-                dateformat.format(timezone.template_localtime(event.created_at), moment_format)
-            )
-            if event.created_at
-            else empty
+        # One cell holding the row's five: the results template loops over a row's cells
+        # and writes them side by side, so the row's HTML is the same with one loop turn.
+        cells = (
+            f'<th class="field-created_at nowrap"><a href="{before}{event.pk}{after}">'
+            f"{moment(event.created_at)}</a></th>"
+            f'<td class="field-action">{text(event.action)}</td>'
+            f'<td class="field-target">{text(admin.target(event))}</td>'
+            '<td class="field-actor nowrap">'
+            f"{empty if event.actor is None else conditional_escape(event.actor)}</td>"
+            f'<td class="field-ip_address">{text(event.ip_address)}</td>'
         )
-        cells = [
-            mark_safe(  # noqa: S308 - every value in it is escaped
-                f'<th class="field-created_at nowrap"><a href="{before}{event.pk}{after}">'
-                f"{moment}</a></th>"
-            ),
-            mark_safe(f'<td class="field-action">{text(event.action)}</td>'),  # noqa: S308
-            mark_safe(f'<td class="field-target">{text(admin.target(event))}</td>'),  # noqa: S308
-            mark_safe(  # noqa: S308
-                f'<td class="field-actor nowrap">'
-                f"{empty if event.actor is None else conditional_escape(event.actor)}</td>"
-            ),
-            mark_safe(  # noqa: S308
-                f'<td class="field-ip_address">{text(event.ip_address)}</td>'
-            ),
-        ]
-        rows.append(admin_list.ResultList(None, cells))
+        rows.append(admin_list.ResultList(None, [mark_safe(cells)]))  # noqa: S308 - escaped
     return rows
+
+
+# dateformat's codes that read only the moment's day, and those that read only its hour
+# and minute; the others (seconds, microseconds, the epoch, whole moments, time zone
+# names and offsets) are written for each moment.
+_DAY_CODES = frozenset("bdDEFjlLmMnNoStwWyYz")
+_MINUTE_CODES = frozenset("aAfgGhHiP")
+
+
+def _moment_writer(moment_format: str, empty: str):
+    """`display_for_field` of the creation moment: `dateformat.format` of it in the current
+    time zone with the localized DATETIME_FORMAT, escaped. Each code's text is written
+    once per day (month names, the day) or per minute (the time) for the page, instead of
+    a DateFormat and a lazy translation per code and row."""
+    pieces = re_formatchars.split(moment_format)
+    literals = {i: re_escaped.sub(r"\1", piece) for i, piece in enumerate(pieces) if not i % 2}
+    written = {}
+
+    def moment(value) -> str:
+        if not value:
+            return empty
+        local = timezone.template_localtime(value)
+        formatter = None
+        texts = []
+        for i, piece in enumerate(pieces):
+            if not i % 2:
+                texts.append(literals[i])
+                continue
+            if piece in _DAY_CODES:
+                key = (piece, local.date())
+            elif piece in _MINUTE_CODES:
+                key = (piece, local.hour, local.minute)
+            else:
+                key = None
+            text = written.get(key) if key else None
+            if text is None:
+                formatter = formatter or dateformat.DateFormat(local)
+                text = str(getattr(formatter, piece)())
+                if key:
+                    written[key] = text
+            texts.append(text)
+        return conditional_escape("".join(texts))
+
+    return moment

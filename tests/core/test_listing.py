@@ -1,0 +1,106 @@
+"""core.listing writes what Django's template filters write (`truncatechars`, `date`,
+`timesince`) in English and Spanish, at the edges where they differ from a naive cut."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.template import engines
+from django.utils import dateformat, formats, translation
+from django.utils.html import conditional_escape
+
+from kernodeck.backoffice.templatetags.audit_list import _moment_writer
+from kernodeck.core.listing import minute_text, timesince_maker, truncate_chars
+
+NOW = datetime(2026, 3, 31, 12, 0, 30, tzinfo=UTC)
+
+
+def _filter(expression: str, **context) -> str:
+    return (
+        engines["django"]
+        .from_string("{% autoescape off %}" + expression + "{% endautoescape %}")
+        .render(context)
+    )
+
+
+@pytest.mark.parametrize("language", ["en", "es"])
+@pytest.mark.parametrize("length", [1, 2, 20, 24, 70])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "a",
+        "x" * 19,
+        "x" * 20,
+        "x" * 21,
+        "0123456789abcdef" * 5,
+        "<script>&\"'" * 3,
+        "Café déjà vu " * 6,
+        "e\u0301" * 30,  # combining accents: not counted by Truncator
+        "ü" * 25,
+    ],
+)
+def test_truncate_chars_is_truncatechars(language, length, text):
+    with translation.override(language):
+        assert truncate_chars(text, length) == _filter(
+            "{{ text|truncatechars:length }}", text=text, length=length
+        )
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [None, NOW, NOW.replace(month=1, day=2, hour=3, minute=4, second=59)],
+)
+def test_minute_text_is_the_date_filter(moment):
+    assert minute_text(moment) == _filter('{{ moment|date:"Y-m-d H:i" }}', moment=moment)
+
+
+@pytest.mark.parametrize("language", ["en", "es"])
+def test_timesince_maker_is_timesince_at_the_pages_moment(language):
+    from django.utils.timesince import timesince
+
+    moments = [
+        NOW,
+        NOW + timedelta(minutes=5),  # in the future: "0 minutes"
+        NOW - timedelta(seconds=59),
+        NOW - timedelta(minutes=1),
+        NOW - timedelta(minutes=61),
+        NOW - timedelta(days=1, hours=2),
+        NOW - timedelta(days=15),
+        NOW - timedelta(days=31),  # across February
+        NOW - timedelta(days=400),
+        datetime(2024, 2, 29, 12, tzinfo=UTC),
+    ]
+    with translation.override(language):
+        since = timesince_maker(NOW)
+        for moment in moments:
+            assert since(moment) == timesince(moment, NOW), moment
+            assert since(moment) == since(moment)  # the cached words are the same
+
+
+@pytest.mark.parametrize("language", ["en", "es"])
+@pytest.mark.parametrize(
+    "moment_format",
+    [
+        "DATETIME_FORMAT",
+        "Y-m-d H:i:s",
+        r"N j, Y, P \s \\",
+        "aAbcdDeEfFgGhHiIjlLmMnNoOPrsStTUuwWyYzZ",
+    ],
+)
+def test_the_audit_dates_are_dateformats_own(language, moment_format):
+    """The audit list writes each code once per day or minute: the same text as
+    dateformat.format, seconds and time zones included, in English and Spanish."""
+    moments = [
+        datetime(2026, 12, 3, 0, 0, 1, tzinfo=UTC),
+        datetime(2026, 12, 3, 0, 0, 59, 123456, tzinfo=UTC),
+        datetime(2026, 12, 3, 12, 0, tzinfo=UTC),
+        datetime(2026, 12, 3, 17, 5, tzinfo=UTC),
+        datetime(2026, 12, 4, 17, 5, tzinfo=UTC),
+        datetime(2027, 1, 1, 9, 41, 5, tzinfo=UTC),
+    ]
+    with translation.override(language):
+        real_format = formats.get_format(moment_format)
+        write = _moment_writer(real_format, "-")
+        for moment in moments + moments:  # the second time from what was written
+            assert write(moment) == conditional_escape(dateformat.format(moment, real_format))
+    assert write(None) == "-"
