@@ -388,7 +388,8 @@ def api_token_revoke(*, user: User, token_id: int) -> ApiToken:
     return token
 
 
-_TOKEN = rows.Columns(ApiToken, "t", epoch_datetimes=True)
+# Of the token, only what the check uses (its id, its last use): no ApiToken instance.
+_TOKEN = rows.Columns(ApiToken, "t", ("id", "last_used_at"), epoch_datetimes=True)
 _TOKEN_USER = rows.Columns(User, "u", epoch_datetimes=True)
 
 
@@ -412,14 +413,13 @@ def api_token_authenticate(raw_token: str) -> User | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    token = _TOKEN.load(row[: len(_TOKEN)])
-    ApiToken.user.field.set_cached_value(token, _TOKEN_USER.load(row[len(_TOKEN) :]))
+    token_id, last = _TOKEN.converter(connection)(row[: len(_TOKEN)])
+    user = _TOKEN_USER.load(row[len(_TOKEN) :])
     # The row just read says whether a minute has passed: most requests skip the UPDATE.
     # The UPDATE itself re-checks, so concurrent requests still write at most once.
-    last = token.last_used_at
     if last is None or last < clock.now() - TOKEN_USE_PRECISION:
-        api_token_mark_used(token_id=token.pk)
-    return token.user
+        api_token_mark_used(token_id=token_id)
+    return user
 
 
 # `last_used_at` is for people ("used 3 minutes ago"), so a minute's precision is enough.

@@ -2,7 +2,7 @@
 
 import functools
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.http import HttpResponse
 from ninja import Query, Router, Schema, Status
@@ -167,9 +167,10 @@ def _moment_json(value) -> str:
     from their ISO text."""
     if value is None:
         return "null"
-    text = value.isoformat()
-    if text.endswith("+00:00"):  # 2026-03-01T12:00:00[.123456]+00:00
-        return f'"{text[:23] if value.microsecond else text[:19]}Z"'
+    if value.tzinfo is UTC:  # 2026-03-01T12:00:00[.123456]+00:00
+        return (
+            f'"{value.isoformat()[:23]}Z"' if value.microsecond else f'"{value.isoformat()[:19]}Z"'
+        )
     return _text(_json_time(value))
 
 
