@@ -220,6 +220,12 @@ HUEY["consumer"] = {"workers": 6, "worker_type": "thread", "flush_locks": True}
 
 # Accounts and authentication.
 AUTH_USER_MODEL = "accounts.User"
+# Permissions in one query per request (accounts/backends.py); ModelBackend signs in, loads
+# the session's account and answers from the cache the first one filled.
+AUTHENTICATION_BACKENDS = [
+    "kernodeck.accounts.backends.OnePermissionQueryBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 # Sessions are database rows (the account page lists and ends them); with Redis, shared by
 # every worker, a signed-in request reads its session from the cache instead of a query
 # (accounts/cached_sessions.py says what keeps an ended session from signing in).

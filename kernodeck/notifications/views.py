@@ -25,9 +25,10 @@ def outbox(request):
     status = request.GET.get("status", "")
     status = status if status in OutboxStatus.values else ""
     counts = selectors.outbox_counts()
-    page = Paginator(selectors.outbox_rows(status=status), MESSAGES_PER_PAGE).get_page(
-        request.GET.get("page")
-    )
+    paginator = Paginator(selectors.outbox_rows(status=status), MESSAGES_PER_PAGE)
+    # The page count from the counts just read (no second COUNT(*) of the same table).
+    paginator.count = counts[status] if status else sum(counts.values())
+    page = paginator.get_page(request.GET.get("page"))
     page.object_list = list(page.object_list)
     can_retry = request.user.has_perm("notifications.retry_outbox")
     return render(

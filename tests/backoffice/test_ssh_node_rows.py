@@ -154,8 +154,8 @@ def test_the_node_page_lists_the_steps_of_rentals_that_ran_on_it(client):
     client.force_login(make_operator())
     with CaptureQueriesContext(connection) as queries:
         html = client.get(f"/backoffice/nodes/{node.name}/").content.decode()
-    # the operator's permissions (2), session, account, node, events, the steps'
-    # references, the GPUs' slots and samples: whatever the node's history
-    assert len(queries.captured_queries) == 9
+    # the operator's permissions (1: accounts/backends.py), session, account, node, events,
+    # the steps' references, the GPUs' slots and samples: whatever the node's history
+    assert len(queries.captured_queries) == 8
     assert f'<code class="ref">{first.order.reference}</code>' in html
     assert "prepare &lt;b&gt;" in html

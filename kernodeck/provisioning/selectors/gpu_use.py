@@ -105,7 +105,10 @@ def _gpu_uses(pairs: list[tuple[Node, int]], *, since: datetime) -> list[GpuUse]
     now = clock.now()
     if not pairs:
         return []
-    wanted = reduce(or_, (Q(node_id=node.pk, index=index) for node, index in pairs))
+    if len({node.pk for node, _index in pairs}) == 1:  # one machine (the node page): IN
+        wanted = Q(node_id=pairs[0][0].pk, index__in=[index for _node, index in pairs])
+    else:
+        wanted = reduce(or_, (Q(node_id=node.pk, index=index) for node, index in pairs))
     by_gpu: dict[tuple[int, int], list[dict]] = {}
     rows = GpuSample.objects.filter(wanted, taken_at__gte=since, taken_at__lte=now)
     for row in rows.order_by("taken_at"):
