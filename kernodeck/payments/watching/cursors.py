@@ -58,9 +58,23 @@ def scan_since(network: str, adapter, targets, polled, state, stored: dict) -> P
     return result
 
 
-def cursors_save(network: str, stored: dict, positions: dict, *, prune: set | None = None):
+def cursors_save(
+    network: str,
+    stored: dict,
+    positions: dict,
+    *,
+    prune: set | None = None,
+    complete: frozenset = frozenset(),
+):
     """Store the positions that moved (one statement per SAVE_CHUNK); with `prune` (the
-    keys still watched), forget the cursors of the other keys."""
+    keys still watched), forget the cursors of the other keys.
+
+    A key read whole this pass (`complete`) that got no position loses its stored one: a
+    cursor is only good for the state it was read at. An Esplora address whose payment left
+    the mempool is read whole with an empty history (no counters, so no position); keeping
+    the cursor of when it held that payment would skip its history once a new payment of
+    the same amount brought its counters back to that cursor's, and the payment would be
+    seen only once mined (seen late, perhaps after the expiry)."""
     now = clock.now()
     changed = [
         PollCursor(network=network, key=key, position=position, updated_at=now)
@@ -74,8 +88,13 @@ def cursors_save(network: str, stored: dict, positions: dict, *, prune: set | No
             unique_fields=["network", "key"],
             update_fields=["position", "updated_at"],
         )
+    stale = sorted((stored.keys() & complete) - positions.keys())
+    for start in range(0, len(stale), SAVE_CHUNK):
+        PollCursor.objects.filter(
+            network=network, key__in=stale[start : start + SAVE_CHUNK]
+        ).delete()
     if prune is not None:
-        gone = sorted(stored.keys() - prune - positions.keys())
+        gone = sorted(stored.keys() - prune - positions.keys() - set(stale))
         for start in range(0, len(gone), SAVE_CHUNK):
             PollCursor.objects.filter(
                 network=network, key__in=gone[start : start + SAVE_CHUNK]

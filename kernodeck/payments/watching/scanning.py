@@ -313,6 +313,7 @@ def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
                     stored,
                     result.cursors,
                     prune={i.address for i in intents} if late_due else None,
+                    complete=result.complete,
                 )
             )
             if since
