@@ -7,7 +7,6 @@ queues the inspection task.
 from django.contrib import messages
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
 from django.utils.translation import gettext
@@ -19,6 +18,7 @@ from kernodeck.core.errors import ServiceError
 from kernodeck.core.forms import add_service_error, fields_html
 from kernodeck.core.links import escape_text as escape
 from kernodeck.core.links import link_maker
+from kernodeck.core.listing import minute_text
 from kernodeck.provisioning import node_health, tasks
 from kernodeck.provisioning import selectors as provisioning_selectors
 from kernodeck.provisioning.drivers.ssh import fingerprint
@@ -108,18 +108,13 @@ def _node_row_maker():
             f'      <td data-label="{words["gpus"]}">{escape(health.get("gpus_seen") or "—")} / '
             f"{escape(node['gpu_count'])}</td>\n"
             f'      <td data-label="{words["checked"]}">'
-            f"{minute(checked_at) if checked_at else '—'}</td>\n"
+            f"{minute_text(checked_at) if checked_at else '—'}</td>\n"
             f'      <td data-label="{words["host_key"]}">{key}</td>\n'
             "    </tr>"
         )
         return {"name": name, "html": mark_safe(html)}  # noqa: S308 - every value is escaped
 
     return row
-
-
-def minute(moment) -> str:
-    """What the template's `date:"Y-m-d H:i"` wrote: the minute in the current time zone."""
-    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M")
 
 
 @operators_only

@@ -9,7 +9,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
@@ -22,6 +21,7 @@ from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error, fields_html
 from kernodeck.core.links import escape_text as escape
 from kernodeck.core.links import link_maker
+from kernodeck.core.listing import minute_text
 from kernodeck.core.requests import client_ip
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.models import RentalState
@@ -174,7 +174,7 @@ def _desk_row_maker():
             for key in row["keys"]
         )
         preparation = order.preparation
-        ends = minute(order.ends_at) if order.ends_at else "—"
+        ends = minute_text(order.ends_at) if order.ends_at else "—"
         return mark_safe(  # noqa: S308 - every value is escaped
             "<tr>\n"
             f'      <td data-label="{labels["rental"]}">'
@@ -194,11 +194,6 @@ def _desk_row_maker():
         )
 
     return row_html
-
-
-def minute(moment) -> str:
-    """What the templates' `date:"Y-m-d H:i"` wrote: the minute in the current time zone."""
-    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M")
 
 
 @permission_required(OPERATE)
@@ -496,7 +491,7 @@ def _node_card_maker():
                     f'<a href="{escape(rental_url(reference))}"><code class="ref">'
                     f"{escape(reference)}</code></a> ({escape(state)})"
                 )
-                end = minute(rental["ends_at"]) if rental["ends_at"] else words["not_started"]
+                end = minute_text(rental["ends_at"]) if rental["ends_at"] else words["not_started"]
             uuid = f' <code class="small">{escape(slot["uuid"])}</code>' if slot["uuid"] else ""
             rows.append(
                 slot_row.format(index=escape(slot["index"]), uuid=uuid, run=run, end=end, **words)
@@ -512,7 +507,7 @@ def _node_card_maker():
                 if checked.get("ok")
                 else f'<span class="badge bad">{escape(checked.get("detail", ""))}</span>'
             )
-            health = f"· {words['health']} {verdict} ({minute(node['health_checked_at'])})"
+            health = f"· {words['health']} {verdict} ({minute_text(node['health_checked_at'])})"
         reason = f" · <em>{escape(node['state_reason'])}</em>" if node["state_reason"] else ""
         driver = node["driver"]
         ssh = (
