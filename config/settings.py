@@ -276,6 +276,13 @@ KERNODECK_CATALOG_CACHE_SECONDS = int(os.environ.get("KERNODECK_CATALOG_CACHE_SE
 KERNODECK_PAGE_CACHE_SECONDS = int(
     os.environ.get("KERNODECK_PAGE_CACHE_SECONDS", 0 if DEBUG else 60)
 )
+# Signed-in pages (the staff lists, the balance statement, an order file) kept per process
+# while PostgreSQL's snapshot shows no transaction begun or ended since, for at most this
+# many seconds: what a page derives from the clock alone shows at most that late
+# (core/signedpages.py). 0: off, the default under KERNODECK_DEBUG.
+KERNODECK_SIGNED_PAGE_SECONDS = int(
+    os.environ.get("KERNODECK_SIGNED_PAGE_SECONDS", 0 if DEBUG else 5)
+)
 
 # Provisioning: keys that encrypt delivered secrets (first encrypts, all decrypt, so keys
 # rotate), and the driver class behind each node driver code.

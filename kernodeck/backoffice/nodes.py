@@ -19,6 +19,7 @@ from kernodeck.core.forms import add_service_error, fields_html
 from kernodeck.core.links import escape_text as escape
 from kernodeck.core.links import link_maker
 from kernodeck.core.listing import minute_text
+from kernodeck.core.signedpages import signed_page
 from kernodeck.provisioning import node_health, tasks
 from kernodeck.provisioning import selectors as provisioning_selectors
 from kernodeck.provisioning.drivers.ssh import fingerprint
@@ -45,6 +46,7 @@ _LIST_COLUMNS = (
 
 
 @operators_only
+@signed_page
 def node_list(request):
     nodes = Node.objects.filter(driver=DriverCode.SSH).order_by("name").values(*_LIST_COLUMNS)
     row = _node_row_maker()
@@ -118,6 +120,7 @@ def _node_row_maker():
 
 
 @operators_only
+@signed_page
 def node_detail(request, name):
     node = get_object_or_404(Node.objects.select_related("offer"), name=name, driver="ssh")
     action = request.POST.get("action", "")

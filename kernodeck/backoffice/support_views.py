@@ -17,6 +17,7 @@ from kernodeck.core.forms import add_service_error
 from kernodeck.core.links import escape_text as _escape
 from kernodeck.core.links import link_maker
 from kernodeck.core.listing import minute_text, timesince_maker
+from kernodeck.core.signedpages import signed_page
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.payments import selectors as payment_selectors
 from kernodeck.support import canned, selectors, services
@@ -51,6 +52,7 @@ def _ticket(ticket_id):
 
 
 @support_staff_required
+@signed_page
 def inbox(request):
     status = request.GET.get("status", "")
     kind = request.GET.get("kind", "")

@@ -23,6 +23,7 @@ from kernodeck.core.forms import add_service_error
 from kernodeck.core.links import escape_text as _escape
 from kernodeck.core.listing import minute_text, truncate_chars
 from kernodeck.core.money import coin_figure, money_figure
+from kernodeck.core.signedpages import signed_page
 from kernodeck.payments import review, review_selectors, selectors
 from kernodeck.payments.models import PaymentIntent, Transfer
 from kernodeck.payments.vocabulary import intent_state, intent_state_key
@@ -63,6 +64,7 @@ def _with_case_urls(page, url_name: str, placeholder):
 
 
 @permission_required(REVIEW)
+@signed_page
 def review_queue(request):
     """Cases waiting for an operator, 50 a page (`page` for payments, `transfers_page` for
     unallocated transfers, each list paged on its own)."""

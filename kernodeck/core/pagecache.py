@@ -58,7 +58,7 @@ from django.conf import settings
 from django.conf.urls.i18n import is_language_prefix_patterns_used
 from django.core.cache import cache
 from django.http import HttpResponse
-from django.middleware.csrf import CSRF_ALLOWED_CHARS, CSRF_SECRET_LENGTH
+from django.middleware.csrf import CSRF_ALLOWED_CHARS, CSRF_SECRET_LENGTH, get_token
 from django.utils import translation
 from django.utils.translation import get_language
 
@@ -67,7 +67,7 @@ from kernodeck.core import clock
 ENTRIES = 256
 VERSION_CHECK_SECONDS = 1.0
 PLACEHOLDER = f"kernodeck-shared-page-{secrets.token_hex(16)}"
-_PLACEHOLDER_BYTES = PLACEHOLDER.encode("ascii")
+PLACEHOLDER_BYTES = PLACEHOLDER.encode("ascii")
 
 
 @dataclass
@@ -214,9 +214,19 @@ def decline(request) -> None:
 
 
 def placeholder_wanted(request) -> bool:
-    """Whether the page being rendered for `request` shows the placeholder as its token."""
+    """Whether the page being rendered for `request` shows the placeholder as its token: a
+    page shared between anonymous visitors, or a signed-in page being kept
+    (core/signedpages.py)."""
+    if getattr(request, "_signed_page", False):
+        return True
     candidate = getattr(request, "_shared_page", None)
     return candidate is not None and candidate.shared
+
+
+def form_token(request) -> str:
+    """The CSRF token for a form a view writes itself (not through the template's
+    `csrf_token`): the placeholder while the page is kept or shared, else `get_token`."""
+    return PLACEHOLDER if placeholder_wanted(request) else get_token(request)
 
 
 def _fresh(page: Page, now: datetime) -> bool:
@@ -275,10 +285,11 @@ def csrf_token(request) -> str:
     )
 
 
-def _with_token(request, response):
-    if not response.streaming and _PLACEHOLDER_BYTES in response.content:
+def with_token(request, response):
+    """`response` with the placeholder, where it shows one, replaced by the request's token."""
+    if not response.streaming and PLACEHOLDER_BYTES in response.content:
         token = csrf_token(request).encode("ascii")
-        response.content = response.content.replace(_PLACEHOLDER_BYTES, token)
+        response.content = response.content.replace(PLACEHOLDER_BYTES, token)
     return response
 
 
@@ -321,14 +332,14 @@ class PageCacheMiddleware:
                 while len(_pages) > ENTRIES:
                     _pages.popitem(last=False)
             request._page_answered = stored
-        return _with_token(request, response)
+        return with_token(request, response)
 
     @staticmethod
     def _serve(request, page: Page):
         request.resolver_match = page.resolver_match  # the metrics' route label
         body = page.body
-        if _PLACEHOLDER_BYTES in body:
-            body = body.replace(_PLACEHOLDER_BYTES, csrf_token(request).encode("ascii"))
+        if PLACEHOLDER_BYTES in body:
+            body = body.replace(PLACEHOLDER_BYTES, csrf_token(request).encode("ascii"))
         response = HttpResponse(body)
         for name, value in page.headers:
             response.headers[name] = value
@@ -387,7 +398,7 @@ class StoredPageMiddleware:
         """Keep the headers of `page`'s answer as they left the stack, when it is the whole
         answer: a 200 whose only cookie is the CSRF one its token called for."""
         cookies = set(response.cookies)
-        wants_token = _PLACEHOLDER_BYTES in page.body
+        wants_token = PLACEHOLDER_BYTES in page.body
         if (
             response.status_code == 200
             and not response.streaming
@@ -404,8 +415,8 @@ class StoredPageMiddleware:
         request.resolver_match = page.resolver_match  # the metrics' route label
         body = page.body
         secret = None
-        if _PLACEHOLDER_BYTES in body:
-            body = body.replace(_PLACEHOLDER_BYTES, csrf_token(request).encode("ascii"))
+        if PLACEHOLDER_BYTES in body:
+            body = body.replace(PLACEHOLDER_BYTES, csrf_token(request).encode("ascii"))
             secret = request.META["CSRF_COOKIE"]
         response = HttpResponse(body)
         for name, value in page.outer_headers:

@@ -17,6 +17,7 @@ from kernodeck.core.links import escape_text as _escape
 from kernodeck.core.links import link_maker
 from kernodeck.core.money import money, money_figure
 from kernodeck.core.references import with_reference
+from kernodeck.core.signedpages import signed_page
 from kernodeck.ledger import selectors, services
 from kernodeck.ledger.forms import TopUpForm
 from kernodeck.ledger.models import EntryKind
@@ -139,6 +140,7 @@ def _balance_page(request, form=None, status=200):
 
 
 @login_required
+@signed_page
 def balance(request):
     return _balance_page(request)
 

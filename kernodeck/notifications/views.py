@@ -2,7 +2,6 @@
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
@@ -10,10 +9,12 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from kernodeck.accounts.permissions import permission_required
+from kernodeck.core import pagecache
 from kernodeck.core.errors import ServiceError
 from kernodeck.core.links import escape_text as _escape
 from kernodeck.core.links import link_maker
 from kernodeck.core.listing import minute_text, truncate_chars
+from kernodeck.core.signedpages import signed_page
 from kernodeck.notifications import selectors, services
 from kernodeck.notifications.models import OutboxStatus
 
@@ -21,6 +22,7 @@ MESSAGES_PER_PAGE = 50
 
 
 @permission_required("notifications.view_outbox")
+@signed_page
 def outbox(request):
     status = request.GET.get("status", "")
     status = status if status in OutboxStatus.values else ""
@@ -85,7 +87,8 @@ def _rows(request, messages, *, can_retry: bool) -> str:
         if can_retry and status == OutboxStatus.FAILED:
             retry = retry or (
                 '<input type="hidden" name="csrfmiddlewaretoken" '
-                f'value="{_escape(get_token(request))}"><button type="submit" class="small">'
+                f'value="{_escape(pagecache.form_token(request))}">'
+                '<button type="submit" class="small">'
                 f"{_escape(_('Retry'))}</button></form>"
             )
             action = f'<form method="post" action="{_escape(retry_url(pk))}">{retry}'

@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 
 from kernodeck.catalog import selectors as catalog_selectors
+from kernodeck.core import signedpages
 from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.references import with_reference
 from kernodeck.ledger import selectors as ledger_selectors
@@ -86,13 +87,18 @@ def _order_file_order(request, reference):
         raise Http404 from None
 
 
-@never_cache  # the order file shows the rental's access and its secret: no cache keeps it
+# The order file shows the rental's access and its secret: no HTTP cache keeps it, and this
+# process keeps no copy of a page that shows one (signedpages.decline).
+@never_cache
 @login_required
+@signedpages.signed_page
 def detail(request, reference):
     order = _order_file_order(request, reference)
     intents = payment_selectors.intents_by_order([order])[order.pk]
     live = payment_selectors.live_intent(intents)
     rental = provisioning_selectors.rental_overview(order=order)
+    if rental.access is not None:
+        signedpages.decline(request)
     awaiting = order.payment_state == "awaiting_payment"
     # A settled order whose reversed payment an operator asked to be paid again.
     repayment = (

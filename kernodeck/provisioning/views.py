@@ -23,6 +23,7 @@ from kernodeck.core.links import escape_text as escape
 from kernodeck.core.links import link_maker
 from kernodeck.core.listing import minute_text
 from kernodeck.core.requests import client_ip
+from kernodeck.core.signedpages import signed_page
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.models import RentalState
 from kernodeck.orders.templatetags.order_badges import TONES
@@ -93,6 +94,7 @@ _DESK_COLUMNS = (
 
 
 @permission_required(OPERATE)
+@signed_page
 def desk(request):
     state = request.GET.get("state", "")
     if state not in RentalState.values:
@@ -411,6 +413,7 @@ def rental_access(request, reference):
 
 
 @permission_required(OPERATE)
+@signed_page
 def fleet(request):
     form = NodeForm(request.POST if request.method == "POST" else None)
     status = 200
