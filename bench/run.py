@@ -15,7 +15,10 @@ shared machine drifts within a run), then memory per web process. Every row also
 ratio to two floors loaded before the first row and after the last: `/healthz` (answered by
 the first middleware) and a raw WSGI hello-world (bench/hello.py, no Django) under gunicorn
 with `kernodeck serve`'s settings; the load average at the start and the end is printed.
-The last row creates payment instructions (`POST /api/v1/orders/{reference}/payments`,
+The signed-in rows are answered as production answers them: a web process sends its kept
+copy of a page while the database is unchanged (core/signedpages.py), so those rows measure
+that copy; `--signed-page-seconds 0` renders every request (bench/staff.py gives both costs
+in-process). The last row creates payment instructions (`POST /api/v1/orders/{reference}/payments`,
 BTC) with 8 clients, each request for a fresh order pre-created by the seed.
 Then it runs the two other benchmarks and prints their tables: the chain watcher over
 1 000, 10 000 and 20 000 open intents against a loopback Esplora (bench/watcher.py) and the
@@ -310,6 +313,12 @@ def main() -> int:
     )
     parser.add_argument("--database", default=DATABASE, help="scratch database (dropped first)")
     parser.add_argument("--redis-db", type=int, default=REDIS_DB, help="Redis database (flushed)")
+    parser.add_argument(
+        "--signed-page-seconds",
+        default=None,
+        help="KERNODECK_SIGNED_PAGE_SECONDS for the server (default: the setting's own, 5); "
+        "0 renders every signed-in page (core/signedpages.py)",
+    )
     options = parser.parse_args()
     for tool in ("wrk", "psql", "redis-cli"):
         if shutil.which(tool) is None:
@@ -325,6 +334,8 @@ def main() -> int:
 
     port = free_port()
     env = environment(port, database=options.database, redis_db=options.redis_db)
+    if options.signed_page_seconds is not None:
+        env["KERNODECK_SIGNED_PAGE_SECONDS"] = str(int(options.signed_page_seconds))
     print(f"seeding {options.database} ({options.orders} orders) …", flush=True)
     # Enough fresh orders for instructions at 1 000/s, and two for counting queries.
     seed = prepare_database(env, options.orders, 1000 * options.duration * options.runs + 2)
