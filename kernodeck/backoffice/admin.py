@@ -3,9 +3,11 @@ events are about, and core reads no domain)."""
 
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
 from django.utils.translation import gettext_lazy as _
 
 from kernodeck.backoffice import audit_targets
+from kernodeck.core import signedpages
 from kernodeck.core.models import AuditEvent
 
 
@@ -44,6 +46,15 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def get_changelist(self, request, **kwargs):
         return AuditChangeList
+
+    def changelist_view(self, request, extra_context=None):
+        """The list, kept while the database is unchanged (core/signedpages.py); the view
+        permission is checked here on every request, before any kept copy is sent."""
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        return signedpages.kept(
+            request, lambda: super(AuditEventAdmin, self).changelist_view(request, extra_context)
+        )
 
     @admin.display(description=_("about"))
     def target(self, obj):

@@ -83,7 +83,7 @@ def signed_in(user, **extra) -> Client:
 
 @pytest.mark.parametrize(
     "page",
-    ["desk", "fleet", "nodes", "node", "inbox", "review", "outbox", "balance", "order"],
+    ["desk", "fleet", "nodes", "node", "inbox", "review", "outbox", "audit", "balance", "order"],
 )
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
@@ -99,6 +99,7 @@ def test_every_kept_page_is_the_rendered_page_but_the_token(page):
         "inbox": "/backoffice/support/",
         "review": "/backoffice/review/",
         "outbox": "/backoffice/outbox/",
+        "audit": "/backoffice/core/auditevent/",
         "balance": "/balance/",
         "order": reverse("orders:detail", args=[dataset.order.reference]),
     }
