@@ -5,6 +5,8 @@ actor, IP and action, words that need escaping and the page's filters kept in th
 from datetime import UTC, datetime
 
 import pytest
+from django.contrib.auth.models import Permission
+from django.template.loader import render_to_string
 from django.test import Client
 
 from kernodeck.backoffice.templatetags import audit_list
@@ -50,3 +52,53 @@ def test_the_audit_rows_are_the_admins_own(monkeypatch, language, query):
     assert _table(fast.content.decode()) == _table(admin.content.decode())
     assert "<tr><th" in _table(fast.content.decode())
     assert ("_changelist_filters" in _table(fast.content.decode())) == bool(query)
+
+
+def _sidebar(response) -> str:
+    """The sidebar `{% include "admin/nav_sidebar.html" %}` writes for this response."""
+    return render_to_string(
+        "admin/nav_sidebar.html",
+        {"available_apps": response.context["available_apps"]},
+        request=response.wsgi_request,
+    )
+
+
+@pytest.mark.parametrize("language", ["en", "es"])
+def test_the_sidebar_is_the_admins_own_for_each_account(language):
+    """The sidebar written once is reused only for the same language, path and models: an
+    operator who may only read the audit trail never gets the superuser's."""
+    audit_list.SIDEBARS.clear()
+    superuser = Client(HTTP_ACCEPT_LANGUAGE=language)
+    superuser.force_login(make_user(staff=True, is_superuser=True))
+    auditor = make_user(staff=True)
+    auditor.user_permissions.add(Permission.objects.get(codename="view_auditevent"))
+    reader = Client(HTTP_ACCEPT_LANGUAGE=language)
+    reader.force_login(auditor)
+
+    for client in (superuser, reader, superuser, reader):
+        response = client.get(AUDIT)
+        page = response.content.decode()
+        assert _sidebar(response) in page
+        assert ('href="/backoffice/orders/order/"' in page) == (client is superuser)
+    assert 'id="nav-sidebar"' in page
+    assert len(audit_list.SIDEBARS) == 2
+
+
+def test_the_count_of_the_whole_trail_is_shown_when_a_filter_narrows_it():
+    for action in ("order.paid", "order.paid", "order.created"):
+        AuditEvent.objects.create(
+            created_at=datetime(2026, 12, 3, 17, 0, tzinfo=UTC),
+            action=action,
+            target_type="orders.order",
+            target_id="1",
+        )
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")
+    client.force_login(make_user(staff=True, is_superuser=True))
+
+    narrowed = client.get(AUDIT, {"action": "order.created"}).content.decode()
+    whole = client.get(AUDIT).content.decode()
+
+    assert '1 result (<a href="?">3 total</a>)' in narrowed
+    assert "\n1 audit event\n" in narrowed
+    assert "3 audit events" in whole
+    assert " total</a>" not in whole

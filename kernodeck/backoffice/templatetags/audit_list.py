@@ -16,11 +16,16 @@ from django.utils import dateformat, formats, timezone
 from django.utils.dateformat import re_escaped, re_formatchars
 from django.utils.html import conditional_escape
 from django.utils.safestring import mark_safe
+from django.utils.translation import get_language
 
 register = template.Library()
 
 COLUMNS = ["created_at", "action", "target", "actor", "ip_address"]
 _PLACEHOLDER = "987654321"
+
+# The navigation sidebars written, by what they are made of (see `audit_nav_sidebar`).
+SIDEBARS: dict[tuple, str] = {}
+SIDEBARS_KEPT = 64
 
 
 @register.inclusion_tag("admin/change_list_results.html")
@@ -34,6 +39,41 @@ def audit_result_list(cl):
         "num_sorted_fields": sum(1 for h in headers if h["sortable"] and h["sorted"]),
         "results": _rows(cl),
     }
+
+
+@register.simple_tag(takes_context=True)
+def audit_nav_sidebar(context) -> str:
+    """What `{% include "admin/nav_sidebar.html" %}` writes, rendered once per language,
+    page path and list of apps and models the account sees (all the template reads), then
+    reused: its loops over every app and model cost about as much as the page's rows."""
+    key = (
+        get_language(),
+        context["request"].path,
+        tuple(
+            (
+                app["app_label"],
+                app["app_url"],
+                str(app["name"]),
+                tuple(
+                    (
+                        model["object_name"],
+                        model["admin_url"],
+                        model["add_url"],
+                        str(model["name"]),
+                    )
+                    for model in app["models"]
+                ),
+            )
+            for app in context.get("available_apps") or ()
+        ),
+    )
+    html = SIDEBARS.get(key)
+    if html is None:
+        html = context.template.engine.get_template("admin/nav_sidebar.html").render(context)
+        if len(SIDEBARS) >= SIDEBARS_KEPT:
+            SIDEBARS.clear()
+        SIDEBARS[key] = html
+    return html
 
 
 def _rows(cl) -> list:
