@@ -8,6 +8,8 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.template.loader import render_to_string
 from django.test import Client
+from django.utils import dateformat, timezone, translation
+from django.utils.html import conditional_escape
 
 from kernodeck.backoffice.templatetags import audit_list
 from kernodeck.core.models import AuditEvent
@@ -102,3 +104,21 @@ def test_the_count_of_the_whole_trail_is_shown_when_a_filter_narrows_it():
     assert "\n1 audit event\n" in narrowed
     assert "3 audit events" in whole
     assert " total</a>" not in whole
+
+
+@pytest.mark.parametrize("language", ["en", "es"])
+@pytest.mark.parametrize("moment_format", ["N j, Y, P", r"j \d\e F \d\e Y \a \l\a\s H:i", "c s"])
+def test_the_moments_are_written_as_dateformat_writes_them(language, moment_format):
+    """Written once per minute for the process when the format reads no seconds, for each
+    moment otherwise: in both cases the text `dateformat.format` gives."""
+    moments = [
+        datetime(2026, 12, 3, hour, minute, second, tzinfo=UTC)
+        for hour, minute, second in [(0, 0, 0), (12, 0, 5), (12, 0, 59), (9, 41, 1), (9, 41, 2)]
+    ]
+    with translation.override(language), timezone.override("Europe/Madrid"):
+        for _ in range(2):  # the second time from what the first wrote
+            moment = audit_list._moment_writer(moment_format, "-")
+            assert [moment(m) for m in moments] == [
+                conditional_escape(dateformat.format(timezone.localtime(m), moment_format))
+                for m in moments
+            ]

@@ -127,19 +127,26 @@ _DAY_CODES = frozenset("bdDEFjlLmMnNoStwWyYz")
 _MINUTE_CODES = frozenset("aAfgGhHiP")
 
 
+# Moments written, by language, format and local minute, for the formats that read no
+# more than the minute (English's and Spanish's): shared by the pages, as a page's events
+# are mostly of distinct minutes and the next page shows most of them again.
+MOMENTS: dict[tuple, str] = {}
+MOMENTS_KEPT = 20_000
+
+
 def _moment_writer(moment_format: str, empty: str):
     """`display_for_field` of the creation moment: `dateformat.format` of it in the current
     time zone with the localized DATETIME_FORMAT, escaped. Each code's text is written
     once per day (month names, the day) or per minute (the time) for the page, instead of
-    a DateFormat and a lazy translation per code and row."""
+    a DateFormat and a lazy translation per code and row; a whole moment once per minute
+    for the process when its format reads nothing finer."""
     pieces = re_formatchars.split(moment_format)
     literals = {i: re_escaped.sub(r"\1", piece) for i, piece in enumerate(pieces) if not i % 2}
+    by_minute = all(code in _DAY_CODES or code in _MINUTE_CODES for code in pieces[1::2])
+    language = get_language()
     written = {}
 
-    def moment(value) -> str:
-        if not value:
-            return empty
-        local = timezone.template_localtime(value)
+    def write(local) -> str:
         formatter = None
         texts = []
         for i, piece in enumerate(pieces):
@@ -160,5 +167,27 @@ def _moment_writer(moment_format: str, empty: str):
                     written[key] = text
             texts.append(text)
         return conditional_escape("".join(texts))
+
+    def moment(value) -> str:
+        if not value:
+            return empty
+        local = timezone.template_localtime(value)
+        if not by_minute:
+            return write(local)
+        key = (
+            language,
+            moment_format,
+            local.year,
+            local.month,
+            local.day,
+            local.hour,
+            local.minute,
+        )
+        text = MOMENTS.get(key)
+        if text is None:
+            if len(MOMENTS) >= MOMENTS_KEPT:
+                MOMENTS.clear()
+            text = MOMENTS[key] = write(local)
+        return text
 
     return moment
