@@ -5,6 +5,7 @@ from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.core.paginator import InvalidPage
+from django.db.models import Count, Max, Min
 from django.utils.translation import gettext_lazy as _
 
 from kernodeck.backoffice import audit_targets
@@ -24,8 +25,20 @@ class AuditChangeList(ChangeList):
 
     def get_results(self, request):
         """ChangeList.get_results, less its second COUNT(*) when nothing narrows the list
-        (no search, filter or date): the whole trail's count is then the one just read."""
+        (no search, filter or date): the whole trail's count is then the one just read.
+        Without a date chosen, the list's first and last moments, which the date hierarchy
+        starts from, are read with its count (`date_range`, for `{% audit_date_hierarchy %}`)."""
         paginator = self.model_admin.get_paginator(request, self.queryset, self.list_per_page)
+        self.date_range = None
+        field = self.date_hierarchy
+        if (
+            field
+            and not self.queryset.query.distinct
+            and not any(self.params.get(f"{field}__{part}") for part in ("year", "month", "day"))
+        ):
+            found = self.queryset.aggregate(count=Count("*"), first=Min(field), last=Max(field))
+            paginator.count = found["count"]
+            self.date_range = (found["first"], found["last"])
         result_count = paginator.count
         full_result_count = None
         if self.model_admin.show_full_result_count:

@@ -6,8 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.db import connection
+from django.template import Context, Template
 from django.template.loader import render_to_string
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import dateformat, timezone, translation
 from django.utils.html import conditional_escape
 
@@ -122,3 +125,48 @@ def test_the_moments_are_written_as_dateformat_writes_them(language, moment_form
                 conditional_escape(dateformat.format(timezone.localtime(m), moment_format))
                 for m in moments
             ]
+
+
+@pytest.mark.parametrize("language", ["en", "es"])
+@pytest.mark.parametrize(
+    ("moments", "query"),
+    [
+        ([], ""),
+        ([(2026, 12, 3)], ""),
+        ([(2026, 12, 3), (2026, 12, 9)], ""),
+        ([(2026, 3, 3), (2026, 12, 9)], ""),
+        ([(2025, 3, 3), (2026, 12, 9)], ""),
+        ([(2025, 3, 3), (2026, 12, 9)], "?created_at__year=2026"),
+        ([(2026, 3, 3), (2026, 12, 9)], "?created_at__year=2026&created_at__month=12"),
+        ([(2026, 12, 9)], "?created_at__year=2026&created_at__month=12&created_at__day=9"),
+        ([(2025, 3, 3), (2026, 12, 9)], "?action=order.paid&q=order"),
+    ],
+)
+def test_the_date_hierarchy_is_the_admins_own_from_the_counts_query(language, moments, query):
+    """The list's first and last moments are read once, with its count, and the date
+    links are those the admin's `{% date_hierarchy %}` writes."""
+    for year, month, day in moments:
+        AuditEvent.objects.create(
+            created_at=datetime(year, month, day, 12, tzinfo=UTC),
+            action="order.paid",
+            target_type="orders.order",
+            target_id="1",
+        )
+    client = Client(HTTP_ACCEPT_LANGUAGE=language)
+    client.force_login(make_user(staff=True, is_superuser=True))
+
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(AUDIT + query)
+    page = response.content.decode()
+    cl = response.context["cl"]
+    with translation.override(language):
+        admins = Template("{% load admin_list %}{% date_hierarchy cl %}").render(
+            Context({"cl": cl, "opts": cl.opts})
+        )
+
+    assert response.status_code == 200
+    assert 'class="toplinks"' in admins
+    assert admins in page
+    ranges = [q["sql"] for q in queries.captured_queries if "MIN(" in q["sql"]]
+    assert len(ranges) == (0 if "created_at__" in query else 1)
+    assert all("COUNT(" in sql for sql in ranges)

@@ -8,11 +8,15 @@ value found once for the page; any other change list (actions, a popup, list_edi
 other columns) falls back to the admin's own rows.
 """
 
+import copy
 import html
 
 from django import template
 from django.contrib.admin.templatetags import admin_list
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
+from django.contrib.admin.templatetags.base import InclusionAdminNode
+from django.contrib.admin.utils import get_fields_from_path
+from django.db import models
 from django.urls import reverse
 from django.utils import dateformat, formats, timezone
 from django.utils.dateformat import re_escaped, re_formatchars
@@ -40,6 +44,50 @@ def audit_result_list(cl):
         "result_headers": headers,
         "num_sorted_fields": sum(1 for h in headers if h["sortable"] and h["sorted"]),
         "results": _rows(cl),
+    }
+
+
+@register.tag(name="audit_date_hierarchy")
+def audit_date_hierarchy_tag(parser, token):
+    """`{% date_hierarchy cl %}`, from the first and last moments read with the count."""
+    return InclusionAdminNode(
+        parser,
+        token,
+        func=_date_hierarchy,
+        template_name="date_hierarchy.html",
+        takes_context=False,
+    )
+
+
+def _date_hierarchy(cl):
+    """The admin's date_hierarchy, without reading the list's first and last moments again
+    (AuditChangeList.date_range): given the year and month it would find in them (its
+    links drop every date parameter, so they are the same), or its list of years."""
+    date_range = getattr(cl, "date_range", None)
+    if date_range is None:
+        return admin_list.date_hierarchy(cl)
+    field = cl.date_hierarchy
+    first, last = date_range
+    if first and last:
+        first, last = (timezone.localtime(v) if timezone.is_aware(v) else v for v in date_range)
+        if first.year == last.year:
+            known = copy.copy(cl)
+            known.params = {**cl.params, f"{field}__year": first.year}
+            if first.month == last.month:
+                known.params[f"{field}__month"] = first.month
+            return admin_list.date_hierarchy(known)
+    moments = isinstance(get_fields_from_path(cl.model, field)[-1], models.DateTimeField)
+    kind = "datetimes" if moments else "dates"
+    return {
+        "show": True,
+        "back": None,
+        "choices": [
+            {
+                "link": cl.get_query_string({f"{field}__year": str(year.year)}, [f"{field}__"]),
+                "title": str(year.year),
+            }
+            for year in getattr(cl.queryset, kind)(field, "year")
+        ],
     }
 
 
