@@ -2,8 +2,11 @@
 events are about, and core reads no domain)."""
 
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import InvalidPage
+from django.db.models import Count, Max, Min
 from django.utils.translation import gettext_lazy as _
 
 from kernodeck.backoffice import audit_targets
@@ -23,8 +26,40 @@ class AuditChangeList(ChangeList):
         )
 
     def get_results(self, request):
-        super().get_results(request)
-        self.result_list = list(self.result_list)
+        """ChangeList.get_results, less its second COUNT(*) when nothing narrows the list
+        (no search, filter or date): the whole trail's count is then the one just read.
+        Without a date chosen, the list's first and last moments, which the date hierarchy
+        starts from, are read with its count (`date_range`, for `{% audit_date_hierarchy %}`)."""
+        paginator = self.model_admin.get_paginator(request, self.queryset, self.list_per_page)
+        self.date_range = None
+        field = self.date_hierarchy
+        if (
+            field
+            and not self.queryset.query.distinct
+            and not any(self.params.get(f"{field}__{part}") for part in ("year", "month", "day"))
+        ):
+            found = self.queryset.aggregate(count=Count("*"), first=Min(field), last=Max(field))
+            paginator.count = found["count"]
+            self.date_range = (found["first"], found["last"])
+        result_count = paginator.count
+        full_result_count = None
+        if self.model_admin.show_full_result_count:
+            unfiltered = not self.queryset.query.where and not self.root_queryset.query.where
+            full_result_count = result_count if unfiltered else self.root_queryset.count()
+        self.result_count = result_count
+        self.show_full_result_count = self.model_admin.show_full_result_count
+        self.show_admin_actions = not self.show_full_result_count or bool(full_result_count)
+        self.full_result_count = full_result_count
+        self.can_show_all = result_count <= self.list_max_show_all
+        self.multi_page = result_count > self.list_per_page
+        self.paginator = paginator
+        if (self.show_all and self.can_show_all) or not self.multi_page:
+            self.result_list = list(self.queryset)
+        else:
+            try:
+                self.result_list = list(paginator.page(self.page_num).object_list)
+            except InvalidPage as exc:
+                raise IncorrectLookupParameters from exc
         labels = audit_targets.target_labels(self.result_list)
         for event in self.result_list:
             event.target_words = labels[(event.target_type, event.target_id)]

@@ -82,6 +82,12 @@ def target_labels(events) -> dict[tuple[str, str], str]:
         if order_ids
         else {}
     )
+    # Each message translated once for the page, not once per event.
+    of_order = _("Order %(reference)s")
+    rental_of = _("Rental of order %(reference)s")
+    payment_for = _("Payment for order %(reference)s")
+    top_up = _("Payment %(id)s (top-up)")
+    model_names = {}
     labels = {}
     for event in events:
         key = (event.target_type, event.target_id)
@@ -89,15 +95,17 @@ def target_labels(events) -> dict[tuple[str, str], str]:
             continue
         kind, pk = key
         if kind == ORDER and pk in orders:
-            labels[key] = _("Order %(reference)s") % {"reference": orders[pk]}
+            labels[key] = of_order % {"reference": orders[pk]}
         elif kind == RENTAL_STEP and pk in orders:
-            labels[key] = _("Rental of order %(reference)s") % {"reference": orders[pk]}
+            labels[key] = rental_of % {"reference": orders[pk]}
         elif kind == INTENT and intents.get(pk):
-            labels[key] = _("Payment for order %(reference)s") % {"reference": intents[pk]}
+            labels[key] = payment_for % {"reference": intents[pk]}
         elif kind == INTENT and pk in intents:
-            labels[key] = _("Payment %(id)s (top-up)") % {"id": pk[:8]}
+            labels[key] = top_up % {"id": pk[:8]}
         elif kind:
-            labels[key] = f"{_model_name(kind)} {pk}".strip()
+            if kind not in model_names:
+                model_names[kind] = _model_name(kind)
+            labels[key] = f"{model_names[kind]} {pk}".strip()
         else:
             labels[key] = pk or "—"
     return labels

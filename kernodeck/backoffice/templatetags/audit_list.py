@@ -8,19 +8,30 @@ value found once for the page; any other change list (actions, a popup, list_edi
 other columns) falls back to the admin's own rows.
 """
 
+import copy
+import html
+
 from django import template
 from django.contrib.admin.templatetags import admin_list
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
+from django.contrib.admin.templatetags.base import InclusionAdminNode
+from django.contrib.admin.utils import get_fields_from_path
+from django.db import models
 from django.urls import reverse
 from django.utils import dateformat, formats, timezone
 from django.utils.dateformat import re_escaped, re_formatchars
 from django.utils.html import conditional_escape
 from django.utils.safestring import mark_safe
+from django.utils.translation import get_language
 
 register = template.Library()
 
 COLUMNS = ["created_at", "action", "target", "actor", "ip_address"]
 _PLACEHOLDER = "987654321"
+
+# The navigation sidebars written, by what they are made of (see `audit_nav_sidebar`).
+SIDEBARS: dict[tuple, str] = {}
+SIDEBARS_KEPT = 64
 
 
 @register.inclusion_tag("admin/change_list_results.html")
@@ -34,6 +45,85 @@ def audit_result_list(cl):
         "num_sorted_fields": sum(1 for h in headers if h["sortable"] and h["sorted"]),
         "results": _rows(cl),
     }
+
+
+@register.tag(name="audit_date_hierarchy")
+def audit_date_hierarchy_tag(parser, token):
+    """`{% date_hierarchy cl %}`, from the first and last moments read with the count."""
+    return InclusionAdminNode(
+        parser,
+        token,
+        func=_date_hierarchy,
+        template_name="date_hierarchy.html",
+        takes_context=False,
+    )
+
+
+def _date_hierarchy(cl):
+    """The admin's date_hierarchy, without reading the list's first and last moments again
+    (AuditChangeList.date_range): given the year and month it would find in them (its
+    links drop every date parameter, so they are the same), or its list of years."""
+    date_range = getattr(cl, "date_range", None)
+    if date_range is None:
+        return admin_list.date_hierarchy(cl)
+    field = cl.date_hierarchy
+    first, last = date_range
+    if first and last:
+        first, last = (timezone.localtime(v) if timezone.is_aware(v) else v for v in date_range)
+        if first.year == last.year:
+            known = copy.copy(cl)
+            known.params = {**cl.params, f"{field}__year": first.year}
+            if first.month == last.month:
+                known.params[f"{field}__month"] = first.month
+            return admin_list.date_hierarchy(known)
+    moments = isinstance(get_fields_from_path(cl.model, field)[-1], models.DateTimeField)
+    kind = "datetimes" if moments else "dates"
+    return {
+        "show": True,
+        "back": None,
+        "choices": [
+            {
+                "link": cl.get_query_string({f"{field}__year": str(year.year)}, [f"{field}__"]),
+                "title": str(year.year),
+            }
+            for year in getattr(cl.queryset, kind)(field, "year")
+        ],
+    }
+
+
+@register.simple_tag(takes_context=True)
+def audit_nav_sidebar(context) -> str:
+    """What `{% include "admin/nav_sidebar.html" %}` writes, rendered once per language,
+    page path and list of apps and models the account sees (all the template reads), then
+    reused: its loops over every app and model cost about as much as the page's rows."""
+    key = (
+        get_language(),
+        context["request"].path,
+        tuple(
+            (
+                app["app_label"],
+                app["app_url"],
+                str(app["name"]),
+                tuple(
+                    (
+                        model["object_name"],
+                        model["admin_url"],
+                        model["add_url"],
+                        str(model["name"]),
+                    )
+                    for model in app["models"]
+                ),
+            )
+            for app in context.get("available_apps") or ()
+        ),
+    )
+    sidebar = SIDEBARS.get(key)
+    if sidebar is None:
+        sidebar = context.template.engine.get_template("admin/nav_sidebar.html").render(context)
+        if len(SIDEBARS) >= SIDEBARS_KEPT:
+            SIDEBARS.clear()
+        SIDEBARS[key] = sidebar
+    return sidebar
 
 
 def _rows(cl) -> list:
@@ -61,23 +151,37 @@ def _rows(cl) -> list:
         """display_for_field / display_for_value of a text column, escaped."""
         if value is None or (isinstance(value, str) and value.strip() == ""):
             return empty
-        return conditional_escape(value)
+        return _escape(value)
 
-    rows = []
-    for event in cl.result_list:
-        # One cell holding the row's five: the results template loops over a row's cells
-        # and writes them side by side, so the row's HTML is the same with one loop turn.
-        cells = (
-            f'<th class="field-created_at nowrap"><a href="{before}{event.pk}{after}">'
-            f"{moment(event.created_at)}</a></th>"
-            f'<td class="field-action">{text(event.action)}</td>'
-            f'<td class="field-target">{text(admin.target(event))}</td>'
-            '<td class="field-actor nowrap">'
-            f"{empty if event.actor is None else conditional_escape(event.actor)}</td>"
-            f'<td class="field-ip_address">{text(event.ip_address)}</td>'
-        )
-        rows.append(admin_list.ResultList(None, [mark_safe(cells)]))  # noqa: S308 - escaped
-    return rows
+    rows = [
+        f'<th class="field-created_at nowrap"><a href="{before}{event.pk}{after}">'
+        f"{moment(event.created_at)}</a></th>"
+        f'<td class="field-action">{text(event.action)}</td>'
+        f'<td class="field-target">{text(admin.target(event))}</td>'
+        '<td class="field-actor nowrap">'
+        f"{empty if event.actor is None else _escape(event.actor)}</td>"
+        f'<td class="field-ip_address">{text(event.ip_address)}</td>'
+        for event in cl.result_list
+    ]
+    if not rows:
+        return []
+    # One row of one cell holding the page's rows: the results template writes each row as
+    # `<tr>` and its cells side by side, then `</tr>` and the blank lines of its loop (the
+    # form errors' `{% if %}` is empty here), so the table's HTML is the same with one turn
+    # of each loop instead of two template loops per row.
+    page = _BETWEEN_ROWS.join(rows)
+    return [admin_list.ResultList(None, [mark_safe(page)])]  # noqa: S308 - escaped
+
+
+# What change_list_results.html writes between one row's cells and the next row's.
+_BETWEEN_ROWS = "</tr>\n\n\n<tr>"
+
+
+def _escape(value) -> str:
+    """conditional_escape's text, without its SafeString wrapper for plain values."""
+    if hasattr(value, "__html__"):
+        return value.__html__()
+    return html.escape(str(value))
 
 
 # dateformat's codes that read only the moment's day, and those that read only its hour
@@ -87,19 +191,26 @@ _DAY_CODES = frozenset("bdDEFjlLmMnNoStwWyYz")
 _MINUTE_CODES = frozenset("aAfgGhHiP")
 
 
+# Moments written, by language, format and local minute, for the formats that read no
+# more than the minute (English's and Spanish's): shared by the pages, as a page's events
+# are mostly of distinct minutes and the next page shows most of them again.
+MOMENTS: dict[tuple, str] = {}
+MOMENTS_KEPT = 20_000
+
+
 def _moment_writer(moment_format: str, empty: str):
     """`display_for_field` of the creation moment: `dateformat.format` of it in the current
     time zone with the localized DATETIME_FORMAT, escaped. Each code's text is written
     once per day (month names, the day) or per minute (the time) for the page, instead of
-    a DateFormat and a lazy translation per code and row."""
+    a DateFormat and a lazy translation per code and row; a whole moment once per minute
+    for the process when its format reads nothing finer."""
     pieces = re_formatchars.split(moment_format)
     literals = {i: re_escaped.sub(r"\1", piece) for i, piece in enumerate(pieces) if not i % 2}
+    by_minute = all(code in _DAY_CODES or code in _MINUTE_CODES for code in pieces[1::2])
+    language = get_language()
     written = {}
 
-    def moment(value) -> str:
-        if not value:
-            return empty
-        local = timezone.template_localtime(value)
+    def write(local) -> str:
         formatter = None
         texts = []
         for i, piece in enumerate(pieces):
@@ -120,5 +231,27 @@ def _moment_writer(moment_format: str, empty: str):
                     written[key] = text
             texts.append(text)
         return conditional_escape("".join(texts))
+
+    def moment(value) -> str:
+        if not value:
+            return empty
+        local = timezone.template_localtime(value)
+        if not by_minute:
+            return write(local)
+        key = (
+            language,
+            moment_format,
+            local.year,
+            local.month,
+            local.day,
+            local.hour,
+            local.minute,
+        )
+        text = MOMENTS.get(key)
+        if text is None:
+            if len(MOMENTS) >= MOMENTS_KEPT:
+                MOMENTS.clear()
+            text = MOMENTS[key] = write(local)
+        return text
 
     return moment
