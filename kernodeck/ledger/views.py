@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from kernodeck.core.errors import NotFound, ServiceError
-from kernodeck.core.forms import add_service_error
+from kernodeck.core.forms import add_service_error, fields_html
 from kernodeck.core.links import escape_text as _escape
 from kernodeck.core.links import link_maker
 from kernodeck.core.listing import minute_text_maker
@@ -121,6 +121,7 @@ def _statement_rows(entries) -> list:
 def _balance_page(request, form=None, status=200):
     methods = payment_selectors.methods_overview()
     pending = selectors.topups_pending_rows(account=request.user)
+    form = form or TopUpForm(methods=methods)
     page = Paginator(selectors.statement_rows(account=request.user), ENTRIES_PER_PAGE).get_page(
         request.GET.get("page")
     )
@@ -134,7 +135,9 @@ def _balance_page(request, form=None, status=200):
             "pending": _pending_rows(pending),
             "page": page,
             "statement_rows": _statement_rows(page.object_list),
-            "form": form or TopUpForm(methods=methods),
+            "form": form,
+            # Shown only where a method is available (the template's condition).
+            "form_fields": fields_html(form) if form.fields["method"].choices else "",
             "methods": methods,
         },
         status=status,
