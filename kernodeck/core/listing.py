@@ -13,7 +13,7 @@ import unicodedata
 from django.utils import timezone
 from django.utils.text import Truncator, add_truncation_text, calculate_truncate_chars_length
 from django.utils.timesince import timesince
-from django.utils.translation import ngettext
+from django.utils.translation import ngettext, pgettext
 
 # Django's own messages (django.utils.timesince.TIME_STRINGS), looked up in its catalogue.
 _TIME_MESSAGES = {
@@ -26,17 +26,23 @@ _TIME_MESSAGES = {
 }
 
 
-def truncate_chars(value, length: int) -> str:
+def truncate_chars(value, length: int, *, ellipsis: str | None = None) -> str:
     """`{{ value|truncatechars:length }}`. A text no longer than `length` is only
     NFC-normalized, as Truncator does (combining characters only shorten the count); an
     ASCII one (no combining characters) is cut where Truncator cuts it, in Python, with
-    the same translated ellipsis; any other goes through Truncator."""
+    the same translated ellipsis (`ellipsis`: `truncation_text()` read once for a page,
+    else read here, twice); any other goes through Truncator."""
     text = str(value)
     if len(text) <= length:
         return text if text.isascii() else unicodedata.normalize("NFC", text)
     if not text.isascii() or length <= 0:
         return Truncator(text).chars(length)
-    return add_truncation_text(text[: calculate_truncate_chars_length(length, None)])
+    return add_truncation_text(text[: calculate_truncate_chars_length(length, ellipsis)], ellipsis)
+
+
+def truncation_text() -> str:
+    """The translated ellipsis Django's Truncator adds (`add_truncation_text`'s)."""
+    return pgettext("String to return when truncating text", "%(truncated_text)s…")
 
 
 def minute_text(moment) -> str:

@@ -9,7 +9,13 @@ from django.utils import dateformat, formats, timezone, translation
 from django.utils.html import conditional_escape
 
 from kernodeck.backoffice.templatetags.audit_list import _moment_writer
-from kernodeck.core.listing import minute_text, minute_text_maker, timesince_maker, truncate_chars
+from kernodeck.core.listing import (
+    minute_text,
+    minute_text_maker,
+    timesince_maker,
+    truncate_chars,
+    truncation_text,
+)
 
 NOW = datetime(2026, 3, 31, 12, 0, 30, tzinfo=UTC)
 
@@ -41,9 +47,9 @@ def _filter(expression: str, **context) -> str:
 )
 def test_truncate_chars_is_truncatechars(language, length, text):
     with translation.override(language):
-        assert truncate_chars(text, length) == _filter(
-            "{{ text|truncatechars:length }}", text=text, length=length
-        )
+        expected = _filter("{{ text|truncatechars:length }}", text=text, length=length)
+        assert truncate_chars(text, length) == expected
+        assert truncate_chars(text, length, ellipsis=truncation_text()) == expected
 
 
 @pytest.mark.parametrize(
