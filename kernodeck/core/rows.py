@@ -454,6 +454,28 @@ def insert_all(*groups: list) -> None:
             instance._state.db = connection.alias
 
 
+class Pages:
+    """What Paginator reads of a list (`count()` and a slice), from a count already read
+    and `page(offset, limit)` that reads one page's rows."""
+
+    def __init__(self, *, count: int, page):
+        self._count, self._page = count, page
+
+    def count(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: slice) -> list:
+        return self._page(*_offset_limit(index))
+
+
+def _offset_limit(index: slice) -> tuple[int, int]:
+    """The offset and size of a page asked as Paginator asks it (`[bottom:top]`)."""
+    if not isinstance(index, slice) or index.step is not None or index.stop is None:
+        raise TypeError("A page is a slice with a stop and no step.")
+    start = index.start or 0
+    return start, max(0, index.stop - start)
+
+
 class FixedList:
     """What Paginator reads of a list (`count()` and a slice), for a list whose filters
     and order are fixed (no value from input): its two statements made by the ORM once
@@ -503,10 +525,8 @@ class FixedList:
             return cursor.fetchone()[0]
 
     def __getitem__(self, index: slice) -> list:
-        if not isinstance(index, slice) or index.step is not None or index.stop is None:
-            raise TypeError("A FixedList gives pages: a slice with a stop and no step.")
-        start = index.start or 0
-        return self.page(offset=start, limit=max(0, index.stop - start))
+        offset, limit = _offset_limit(index)
+        return self.page(offset=offset, limit=limit)
 
     def page(self, *, offset: int, limit: int) -> list:
         conn = connections[DEFAULT_DB_ALIAS]

@@ -122,15 +122,13 @@ def _balance_page(request, form=None, status=200):
     methods = payment_selectors.methods_overview()
     pending = selectors.topups_pending_rows(account=request.user)
     form = form or TopUpForm(methods=methods)
-    page = Paginator(selectors.statement_rows(account=request.user), ENTRIES_PER_PAGE).get_page(
-        request.GET.get("page")
-    )
-    page.object_list = list(page.object_list)
+    entries, available = selectors.statement_listed(account=request.user)
+    page = Paginator(entries, ENTRIES_PER_PAGE).get_page(request.GET.get("page"))
     return render(
         request,
         "ledger/balance.html",
         {
-            "available": selectors.balance_available(account=request.user),
+            "available": available,
             "pending_usd": selectors.topups_pending_total(pending),
             "pending": _pending_rows(pending),
             "page": page,
