@@ -25,8 +25,8 @@ class Form(forms.Form):
         super().__init__(*args, **kwargs)
 
 
-# The widgets `fields_html` writes itself: Django's input.html, textarea.html and a
-# select.html without option groups.
+# The widgets `fields_html` writes itself: Django's input.html, textarea.html, and a
+# select.html and a radio.html without option groups.
 _INPUTS = (forms.TextInput, forms.NumberInput, forms.EmailInput, forms.URLInput)
 
 
@@ -61,7 +61,40 @@ def _control_html(widget, name: str, value, attrs: dict) -> str | None:
                 for option in choices
             )
         return f'<select name="{name}"{_attrs_html(attrs)}>{"".join(options)}\n</select>'
+    if kind is forms.RadioSelect:
+        return _radios_html(widget, name, value, attrs)
     return None
+
+
+def _radios_html(widget, name: str, value, attrs: dict) -> str | None:
+    """What django/forms/widgets/radio.html (multiple_input.html, each option through
+    input_option.html) writes, or None for option groups."""
+    options = []
+    for group, choices, _index in widget.optgroups(name, widget.format_value(value), attrs):
+        if group:
+            return None
+        for option in choices:
+            option_attrs = option["attrs"]
+            if not option["wrap_label"]:
+                return None
+            label_for = (
+                f' for="{html.escape(str(option_attrs["id"]))}"' if option_attrs.get("id") else ""
+            )
+            shown = (
+                f' value="{html.escape(str(option["value"]))}"'
+                if option["value"] is not None
+                else ""
+            )
+            options.append(
+                f"<div>\n    <label{label_for}>"
+                f'<input type="{option["type"]}" name="{html.escape(option["name"])}"{shown}'
+                f"{_attrs_html(option_attrs)}>\n {conditional_escape(option['label'])}</label>"
+                "\n\n</div>"
+            )
+    box = f' id="{html.escape(str(attrs["id"]))}"' if attrs.get("id") else ""
+    if attrs.get("class"):
+        box += f' class="{html.escape(str(attrs["class"]))}"'
+    return f"<div{box}>{''.join(options)}\n</div>"
 
 
 def _plain_field_html(field) -> str | None:
@@ -69,7 +102,7 @@ def _plain_field_html(field) -> str | None:
     how (another widget, no label or no id, a label suffix or a required-field class)."""
     widget, form = field.field.widget, field.form
     if (
-        widget.use_fieldset
+        (widget.use_fieldset and (type(widget) is not forms.RadioSelect or field.help_text))
         or not field.label
         or not field.auto_id
         or "id" in widget.attrs
@@ -87,6 +120,12 @@ def _plain_field_html(field) -> str | None:
         if field.help_text  # `|safe` in Django's field.html: a help text is the form's HTML
         else ""
     )
+    if widget.use_fieldset:  # its legend names no input (RadioSelect.id_for_label)
+        return (
+            f'<div class="field" data-field="{html.escape(field.name)}"><fieldset>\n'
+            f"  <legend>{conditional_escape(field.label)}</legend>\n\n\n\n{control}"
+            "</fieldset></div>\n"
+        )
     return (
         f'<div class="field" data-field="{html.escape(field.name)}">'
         f'<label for="{html.escape(field.auto_id)}">{conditional_escape(field.label)}</label>'

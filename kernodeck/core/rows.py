@@ -452,3 +452,97 @@ def insert_all(*groups: list) -> None:
         for instance in group:
             instance._state.adding = False
             instance._state.db = connection.alias
+
+
+class Pages:
+    """What Paginator reads of a list (`count()` and a slice), from a count already read
+    and `page(offset, limit)` that reads one page's rows."""
+
+    def __init__(self, *, count: int, page):
+        self._count, self._page = count, page
+
+    def count(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: slice) -> list:
+        return self._page(*_offset_limit(index))
+
+
+def _offset_limit(index: slice) -> tuple[int, int]:
+    """The offset and size of a page asked as Paginator asks it (`[bottom:top]`)."""
+    if not isinstance(index, slice) or index.step is not None or index.stop is None:
+        raise TypeError("A page is a slice with a stop and no step.")
+    start = index.start or 0
+    return start, max(0, index.stop - start)
+
+
+class FixedList:
+    """What Paginator reads of a list (`count()` and a slice), for a list whose filters
+    and order are fixed (no value from input): its two statements made by the ORM once
+    per database, from `rows` (a `values_list`) and `count` (the same rows' keys, without
+    joins nor order), then sent as they are with the page's limit and offset as
+    parameters, prepared on PostgreSQL (`prepared_cursor`). A page's rows are tuples in
+    `rows`' order, converted as the ORM converts them (SQLite's text moments, decimals),
+    each given to `make` (a NamedTuple's `_make`, say).
+
+    The ORM spent more CPU building a list's statements and a model instance for each
+    table of each row than PostgreSQL spent running them. On PostgreSQL the fixed values
+    are written into the statements as literals, as Django's own client-side binding
+    sends them: a prepared statement's generic plan cannot match a partial index's
+    condition to parameters (the review queue's lists read such indexes)."""
+
+    def __init__(self, *, rows, count, make=tuple):
+        self._rows, self._count, self._make = rows, count, make
+        self._statements: dict[str, tuple] = {}
+
+    def _compiled(self, conn) -> tuple:
+        found = self._statements.get(conn.vendor)
+        if found is None:
+            compiler = self._rows().query.get_compiler(connection=conn)
+            rows_sql, rows_params = compiler.as_sql()
+            converters = compiler.get_converters([column for column, *_ in compiler.select])
+            counted = self._count().order_by().query
+            count_sql, count_params = counted.get_compiler(connection=conn).as_sql()
+            count_sql = f"SELECT COUNT(*) FROM ({count_sql}) listed"  # noqa: S608
+            if conn.vendor == "postgresql":
+                rows_sql = conn.ops.compose_sql(rows_sql, rows_params).replace("%", "%%")
+                count_sql = conn.ops.compose_sql(count_sql, count_params).replace("%", "%%")
+                rows_params, count_params = (), ()
+            found = self._statements[conn.vendor] = (
+                f"{rows_sql} LIMIT %s OFFSET %s",
+                tuple(rows_params),
+                list(converters.items()),
+                count_sql,
+                tuple(count_params),
+            )
+        return found
+
+    def count(self) -> int:
+        conn = connections[DEFAULT_DB_ALIAS]
+        _rows_sql, _rows_params, _converters, count_sql, count_params = self._compiled(conn)
+        with prepared_cursor(conn) as cursor:
+            cursor.execute(count_sql, count_params)
+            return cursor.fetchone()[0]
+
+    def __getitem__(self, index: slice) -> list:
+        offset, limit = _offset_limit(index)
+        return self.page(offset=offset, limit=limit)
+
+    def page(self, *, offset: int, limit: int) -> list:
+        conn = connections[DEFAULT_DB_ALIAS]
+        rows_sql, rows_params, converters, _count_sql, _count_params = self._compiled(conn)
+        with prepared_cursor(conn) as cursor:
+            cursor.execute(rows_sql, (*rows_params, limit, offset))
+            found = cursor.fetchall()
+        make = self._make
+        if not converters:
+            return [make(row) for row in found]
+        converted = []
+        for row in map(list, found):
+            for position, (functions, expression) in converters:
+                value = row[position]
+                for function in functions:
+                    value = function(value, expression, conn)
+                row[position] = value
+            converted.append(make(row))
+        return converted

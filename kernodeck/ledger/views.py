@@ -6,15 +6,16 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone, translation
+from django.utils import translation
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from kernodeck.core.errors import NotFound, ServiceError
-from kernodeck.core.forms import add_service_error
+from kernodeck.core.forms import add_service_error, fields_html
 from kernodeck.core.links import escape_text as _escape
 from kernodeck.core.links import link_maker
+from kernodeck.core.listing import minute_text_maker
 from kernodeck.core.money import money, money_figure
 from kernodeck.core.references import with_reference
 from kernodeck.core.signedpages import signed_page
@@ -30,39 +31,39 @@ from kernodeck.settlement import topups as settlement_topups
 ENTRIES_PER_PAGE = 25
 
 
-def _pending_rows(account) -> str:
+def _pending_rows(found) -> str:
     """The pending top-ups' list items as HTML, made here once per page: an account can
     have hundreds, and a `{% url %}`, a `{% blocktranslate %}` and two filters per line
     (then two variables per line) cost more than the query (the words are the template's
-    own message). Read as tuples, each distinct amount written once; "" for none."""
-    words = _("Top-up of %(amount)s USD, %(at)s UTC")
-    url = link_maker("ledger:topup")
-    figure = _figures(translation.get_language())
-    zone = timezone.get_current_timezone()
+    own message). From `selectors.topups_pending_rows`' tuples, each distinct amount and
+    day written once, one `%` per line; "" for none."""
+    # The words escaped once: escaping a text is escaping each of its parts (the moment's
+    # digits and the link's key need none).
+    words = _escape(_("Top-up of %(amount)s USD, %(at)s UTC"))
+    url = link_maker("ledger:topup")("\0").replace("%", "%%").replace("\0", "%(pk)s")
+    line = f'<li><a href="{url}">{words}</a></li>'
+    figure = _figures(translation.get_language(), escaped=True)
+    moment = minute_text_maker()
     return mark_safe(  # noqa: S308 - every value in it is escaped
         "".join(
-            f'<li><a href="{url(pk)}">'
-            + _escape(
-                words
-                % {
-                    "amount": figure(amount),
-                    "at": created_at.astimezone(zone).strftime("%Y-%m-%d %H:%M"),
-                }
-            )
-            + "</a></li>"
-            for pk, amount, created_at in selectors.topups_pending_rows(account=account)
+            [
+                line % {"pk": pk, "amount": figure(amount), "at": moment(created_at)}
+                for pk, amount, created_at in found
+            ]
         )
     )
 
 
-def _figures(language):
-    """`money_figure` in `language`, each distinct amount written once for the page."""
+def _figures(language, *, escaped: bool = False):
+    """`money_figure` in `language` (escaped for HTML with `escaped`), each distinct
+    amount written once for the page."""
     written = {}
 
     def figure(amount) -> str:
         text = written.get(amount)
         if text is None:
-            text = written[amount] = money_figure(amount, language=language)
+            text = money_figure(amount, language=language)
+            text = written[amount] = _escape(text) if escaped else text
         return text
 
     return figure
@@ -88,6 +89,7 @@ def _statement_rows(entries) -> list:
     intent_url = link_maker("payments:detail")
     topup_word, payment_word, support_word = _("top-up"), _("payment"), _("support")
     figure = _figures(translation.get_language())
+    moment = minute_text_maker()
     rows = []
     for sequence, created_at, kind, memo, reference, topup_id, intent_id, amount, after in entries:
         if reference is not None:
@@ -106,7 +108,7 @@ def _statement_rows(entries) -> list:
             "<tr>\n"
             f'      <td data-label="#">{sequence}</td>\n'
             f'      <td data-label="{label["date"]}">'
-            f"{timezone.localtime(created_at).strftime('%Y-%m-%d %H:%M')}</td>\n"
+            f"{moment(created_at)}</td>\n"
             f'      <td data-label="{label["what"]}">'
             f"{kinds.get(kind) or _escape(kind)}{memo}</td>\n"
             f'      <td data-label="{label["cause"]}">{cause}</td>\n'
@@ -119,20 +121,22 @@ def _statement_rows(entries) -> list:
 
 def _balance_page(request, form=None, status=200):
     methods = payment_selectors.methods_overview()
-    page = Paginator(selectors.statement_rows(account=request.user), ENTRIES_PER_PAGE).get_page(
-        request.GET.get("page")
-    )
-    page.object_list = list(page.object_list)
+    pending = selectors.topups_pending_rows(account=request.user)
+    form = form or TopUpForm(methods=methods)
+    entries, available = selectors.statement_listed(account=request.user)
+    page = Paginator(entries, ENTRIES_PER_PAGE).get_page(request.GET.get("page"))
     return render(
         request,
         "ledger/balance.html",
         {
-            "available": selectors.balance_available(account=request.user),
-            "pending_usd": selectors.topups_pending_usd(account=request.user),
-            "pending": _pending_rows(request.user),
+            "available": available,
+            "pending_usd": selectors.topups_pending_total(pending),
+            "pending": _pending_rows(pending),
             "page": page,
             "statement_rows": _statement_rows(page.object_list),
-            "form": form or TopUpForm(methods=methods),
+            "form": form,
+            # Shown only where a method is available (the template's condition).
+            "form_fields": fields_html(form) if form.fields["method"].choices else "",
             "methods": methods,
         },
         status=status,

@@ -1,10 +1,15 @@
 """Reads for the operators' review queue and its case pages."""
 
+import uuid
 from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import NamedTuple
 
 from django.db.models import BooleanField, Case, OuterRef, Q, Subquery, Value, When
 from django.utils.translation import gettext as _
 
+from kernodeck.core import rows
 from kernodeck.core.money import coin
 from kernodeck.payments import reconciliation
 from kernodeck.payments.methods import METHODS
@@ -39,9 +44,46 @@ def review_intents():
     )
 
 
-# What the queue's page shows of a payment, its state and its reason (vocabulary.
-# intent_state_key, review_reason_display) read: its rows load no other column.
-REVIEW_INTENT_LISTED = (
+class ReviewIntentRow(NamedTuple):
+    """A payment as the queue's page shows it: what its state (vocabulary.intent_state_key
+    reads these names) and its reason need, its method's, order's, owner's and top-up's
+    columns, no model instance."""
+
+    id: uuid.UUID
+    created_at: datetime
+    status: str
+    exception: str
+    resolution: str
+    review_reason: str
+    reversed_base: Decimal
+    closed_reason: str
+    closed_at: datetime | None
+    abandoned_at: datetime | None
+    declared_at: datetime | None
+    order_id: int | None
+    method_asset: str
+    method_network: str
+    method_decimals: int
+    order_reference: str | None
+    owner_email: str
+    topup_amount_usd: Decimal | None
+
+
+class ReviewTransferRow(NamedTuple):
+    """A stray transfer as the queue's page shows it."""
+
+    id: int
+    first_seen_at: datetime
+    network: str
+    asset: str
+    txid: str
+    address: str
+    amount_base: Decimal
+    kind: str
+
+
+_INTENT_COLUMNS = (
+    "id",
     "created_at",
     "status",
     "exception",
@@ -52,6 +94,7 @@ REVIEW_INTENT_LISTED = (
     "closed_at",
     "abandoned_at",
     "declared_at",
+    "order_id",
     "method__asset",
     "method__network",
     "method__decimals",
@@ -59,26 +102,30 @@ REVIEW_INTENT_LISTED = (
     "owner__email",
     "topup__amount_usd",
 )
-REVIEW_TRANSFER_LISTED = (
-    "first_seen_at",
-    "network",
-    "asset",
-    "txid",
-    "address",
-    "amount_base",
-    "kind",
+_TRANSFER_COLUMNS = ReviewTransferRow._fields
+
+_REVIEW_INTENTS = rows.FixedList(
+    rows=lambda: review_intents().values_list(*_INTENT_COLUMNS),
+    count=lambda: PaymentIntent.objects.filter(REVIEW_INTENT_CASES).values_list("pk"),
+    make=ReviewIntentRow._make,
+)
+_REVIEW_TRANSFERS = rows.FixedList(
+    rows=lambda: review_transfers().values_list(*_TRANSFER_COLUMNS),
+    count=lambda: Transfer.objects.filter(REVIEW_TRANSFER_CASES).values_list("pk"),
+    make=ReviewTransferRow._make,
 )
 
 
-def review_intents_listed():
-    """`review_intents` with only the columns the queue's page shows (REVIEW_INTENT_LISTED):
-    a payment there is five model instances, every other column of which cost CPU."""
-    return review_intents().only(*REVIEW_INTENT_LISTED)
+def review_intents_listed() -> rows.FixedList:
+    """`review_intents` as ReviewIntentRow, for Paginator: the count and each page one
+    fixed statement (`rows.FixedList`), a payment a tuple instead of five model
+    instances."""
+    return _REVIEW_INTENTS
 
 
-def review_transfers_listed():
-    """`review_transfers` with only the columns the queue's page shows."""
-    return review_transfers().only(*REVIEW_TRANSFER_LISTED)
+def review_transfers_listed() -> rows.FixedList:
+    """`review_transfers` as ReviewTransferRow, for Paginator, as the payments'."""
+    return _REVIEW_TRANSFERS
 
 
 def review_transfers():
@@ -172,20 +219,35 @@ def review_reason_display(intent: PaymentIntent) -> str:
     The watcher stores the reason in English (`reconciliation.REASONS`, and the allocation
     refusals, written with the default language); any other stored text shows as it is.
     """
-    if intent.exception == IntentException.REVERSED:
+    return review_reason_text(
+        exception=intent.exception,
+        reversed_base=intent.reversed_base,
+        review_reason=intent.review_reason,
+        closed_reason=intent.closed_reason,
+        decimals=intent.method.decimals,
+        asset=intent.method.asset,
+    )
+
+
+def review_reason_text(
+    *, exception: str, reversed_base, review_reason: str, closed_reason: str, decimals, asset
+) -> str:
+    """`review_reason_display` from the payment's columns and its method's (a queue's
+    ReviewIntentRow has no model instance)."""
+    if exception == IntentException.REVERSED:
         return _("Reversed after settlement: %(amount)s left the chain.") % {
-            "amount": coin(int(intent.reversed_base), intent.method.decimals, intent.method.asset)
+            "amount": coin(int(reversed_base), decimals, asset)
         }
-    stored = intent.review_reason
+    stored = review_reason
     parsed = reconciliation.reason_parse(stored)
     if parsed is not None:
         code, amounts = parsed
-        return _reason_words(
-            code, amounts, decimals=intent.method.decimals, asset=intent.method.asset
-        )
-    if stored.startswith(CLOSED_BEFORE) and intent.closed_reason:
+        return _reason_words(code, amounts, decimals=decimals, asset=asset)
+    if stored.startswith(CLOSED_BEFORE) and closed_reason:
+        # As get_closed_reason_display: the choice's words, or the stored value.
+        words = dict(PaymentIntent._meta.get_field("closed_reason").flatchoices)
         return _("Confirmed after its instructions were closed (%(why)s): not allocated.") % {
-            "why": intent.get_closed_reason_display().lower()
+            "why": str(words.get(closed_reason, closed_reason)).lower()
         }
     if stored.startswith(NOT_ALLOCATED):
         why = stored[len(NOT_ALLOCATED) :]

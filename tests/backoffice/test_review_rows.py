@@ -118,6 +118,37 @@ def test_the_review_rows_read_in_the_operators_language_with_links(language, wor
     assert "&lt;script&gt;&amp;&quot;&#x27;" in transfers
 
 
+@pytest.mark.parametrize("language", ["en", "es"])
+def test_every_kind_of_reason_and_state_is_what_the_template_made(language):
+    """The rows are read as tuples (no model instance): a reversal, instructions closed
+    before the money came, a refused allocation and a stored text read as the model's."""
+    data = _queue()
+    now = clock.now()
+    first, second, third = list(
+        PaymentIntent.objects.filter(status=IntentStatus.UNDERPAID).order_by("created_at")[:3]
+    )
+    PaymentIntent.objects.filter(pk=first.pk).update(
+        exception="reversed", reversed_at=now, reversed_base=123456789
+    )
+    PaymentIntent.objects.filter(pk=second.pk).update(
+        status=IntentStatus.CONFIRMED,
+        review_reason=review_selectors.CLOSED_BEFORE + "order cancelled)",
+        closed_at=now,
+        closed_reason="order_cancelled",
+    )
+    PaymentIntent.objects.filter(pk=third.pk).update(
+        status=IntentStatus.CONFIRMED,
+        review_reason=review_selectors.NOT_ALLOCATED + "The order was cancelled.",
+    )
+    client = Client(HTTP_ACCEPT_LANGUAGE=language)
+    client.force_login(data.operator)
+
+    _chains, intents, transfers = _bodies(client.get(REVIEW).content.decode())
+
+    assert (intents, transfers) == _expected(language)
+    assert 'data-state="reversed"' in intents and 'data-state="confirmed"' in intents
+
+
 def test_the_chain_watchers_cost_one_query_with_every_network_watched(
     settings, django_assert_num_queries
 ):

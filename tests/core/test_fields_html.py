@@ -10,9 +10,34 @@ from django.utils import translation
 
 from kernodeck.backoffice.node_forms import HostKeyAcceptForm, NodeSshForm
 from kernodeck.core.forms import Form, fields_html
+from kernodeck.ledger.forms import TopUpForm
 from kernodeck.provisioning.forms import NodeForm, NodeStateForm
 
 NASTY = "<script>alert('x')</script> & \"quoted\""
+
+
+class Radios(Form):
+    pick = forms.ChoiceField(
+        label=NASTY,
+        choices=[("a&", "A <1>"), ("b", NASTY), (3, "three")],
+        widget=forms.RadioSelect,
+    )
+    other = forms.ChoiceField(
+        label="Other", choices=[("x", "X")], required=False, widget=forms.RadioSelect
+    )
+    none = forms.ChoiceField(label="None", choices=[], widget=forms.RadioSelect)
+
+
+class HelpedRadios(Form):
+    pick = forms.ChoiceField(
+        label="Pick", choices=[("a", "A")], widget=forms.RadioSelect, help_text="Help"
+    )
+
+
+class GroupedRadios(Form):
+    pick = forms.ChoiceField(
+        label="Pick", choices=[("Group", [("a", "A")])], widget=forms.RadioSelect
+    )
 
 
 class Grouped(Form):
@@ -44,6 +69,12 @@ FORMS = [
     lambda: NodeForm(None, initial={"name": NASTY, "driver": "ssh", "port": 2222, "notes": "0"}),
     lambda: Plain(None),
     lambda: Plain(None, initial={"mail": NASTY, "pick": "a&"}),
+    lambda: Radios(None),
+    lambda: Radios(None, initial={"pick": "a&", "other": "x"}),
+    lambda: Radios(None, initial={"pick": 3}),
+    lambda: TopUpForm(None),  # the balance page's: the amounts in the page's language
+    lambda: HelpedRadios(None),  # a fieldset with a help text: through the template
+    lambda: GroupedRadios(None),  # option groups: through the template
     lambda: NodeStateForm(None),  # a checkbox: through the template
     lambda: HostKeyAcceptForm(None),  # a hidden input: through the template
     lambda: Grouped(None),  # option groups: through the template
@@ -56,6 +87,13 @@ def test_the_fields_are_djangos_fields(language, make):
     with translation.override(language):
         form = make()
         assert fields_html(form) == render_to_string("forms/fields.html", {"form": form})
+
+
+def test_radio_labels_and_values_are_escaped():
+    html = fields_html(Radios(None, initial={"pick": "a&"}))
+    assert "<script>" not in html
+    assert "<legend>&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp;" in html
+    assert 'value="a&amp;" required id="id_pick_0" checked>\n A &lt;1&gt;</label>' in html
 
 
 def test_labels_and_values_are_escaped_and_help_texts_are_the_forms_html():
@@ -75,3 +113,17 @@ def test_a_bound_form_with_errors_goes_through_djangos_templates(form):
     html = fields_html(form)
     assert html == render_to_string("forms/fields.html", {"form": form})
     assert 'class="errorlist"' in html
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: Radios(None, initial={"pick": "b"}), lambda: TopUpForm(None)]
+)
+def test_radio_buttons_are_written_without_the_template_engine(make, monkeypatch):
+    form = make()
+    expected = render_to_string("forms/fields.html", {"form": form})
+
+    def refused(*args, **kwargs):
+        raise AssertionError("through the template")
+
+    monkeypatch.setattr("kernodeck.core.forms.render_to_string", refused)
+    assert fields_html(form) == expected

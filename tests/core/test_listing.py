@@ -5,11 +5,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.template import engines
-from django.utils import dateformat, formats, translation
+from django.utils import dateformat, formats, timezone, translation
 from django.utils.html import conditional_escape
 
 from kernodeck.backoffice.templatetags.audit_list import _moment_writer
-from kernodeck.core.listing import minute_text, timesince_maker, truncate_chars
+from kernodeck.core.listing import (
+    minute_text,
+    minute_text_maker,
+    timesince_maker,
+    truncate_chars,
+    truncation_text,
+)
 
 NOW = datetime(2026, 3, 31, 12, 0, 30, tzinfo=UTC)
 
@@ -41,9 +47,9 @@ def _filter(expression: str, **context) -> str:
 )
 def test_truncate_chars_is_truncatechars(language, length, text):
     with translation.override(language):
-        assert truncate_chars(text, length) == _filter(
-            "{{ text|truncatechars:length }}", text=text, length=length
-        )
+        expected = _filter("{{ text|truncatechars:length }}", text=text, length=length)
+        assert truncate_chars(text, length) == expected
+        assert truncate_chars(text, length, ellipsis=truncation_text()) == expected
 
 
 @pytest.mark.parametrize(
@@ -52,6 +58,25 @@ def test_truncate_chars_is_truncatechars(language, length, text):
 )
 def test_minute_text_is_the_date_filter(moment):
     assert minute_text(moment) == _filter('{{ moment|date:"Y-m-d H:i" }}', moment=moment)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris", "America/St_Johns", "Asia/Kolkata"])
+def test_minute_text_maker_is_the_date_filter_in_the_current_time_zone(zone):
+    """Each day written once, across midnights and the changes of summer time."""
+    moments = [None, NOW, datetime(2026, 3, 29, 0, 59, 59, tzinfo=UTC)]
+    moments += [NOW + timedelta(minutes=37 * n) for n in range(-2000, 2000, 7)]
+    moments += [
+        datetime(2026, 10, 25, 0, 0, tzinfo=UTC) + timedelta(minutes=n) for n in range(180)
+    ]
+    with timezone.override(zone):
+        text = minute_text_maker()
+        for moment in moments:
+            assert text(moment) == _filter('{{ moment|date:"Y-m-d H:i" }}', moment=moment)
+
+
+def test_minute_text_maker_refuses_a_naive_moment_as_minute_text_does():
+    with pytest.raises(ValueError):
+        minute_text_maker()(NOW.replace(tzinfo=None))
 
 
 @pytest.mark.parametrize("language", ["en", "es"])

@@ -19,6 +19,7 @@ from kernodeck.ledger.models import EntryKind, LedgerEntry
 from kernodeck.ledger.views import ENTRIES_PER_PAGE
 from kernodeck.payments.models import PaymentIntent
 from tests.budgets.data import build
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -131,3 +132,20 @@ def test_the_statement_reads_in_the_customers_language_with_its_links(language, 
             assert reverse("payments:detail", args=[entry.intent_id]) in rows
     assert '<span class="muted small">&lt;script&gt;&amp;&quot;&#x27;</span>' in rows
     assert "<script>" not in rows
+
+
+def test_the_statements_pages_and_balance_are_the_querysets():
+    """`statement_listed` reads by hand-written statements what `statement_rows` and
+    `balance_available` read: every page, in order, and the sum of the entries."""
+    customer = _statement()
+    expected = list(selectors.statement_rows(account=customer))
+
+    entries, available = selectors.statement_listed(account=customer)
+
+    assert entries.count() == len(expected) == 9
+    assert entries[0:100] == expected
+    assert Paginator(entries, 4).get_page(2).object_list == expected[4:8]
+    assert Paginator(entries, 4).get_page(9999).object_list == expected[8:]
+    assert available == selectors.balance_available(account=customer)
+    nobody = selectors.statement_listed(account=make_user())
+    assert (nobody[0].count(), nobody[0][0:25], nobody[1]) == (0, [], Decimal("0.00"))
