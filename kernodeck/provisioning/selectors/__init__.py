@@ -20,7 +20,9 @@ from kernodeck.provisioning.selectors.access import (
 )
 from kernodeck.provisioning.selectors.desk import (
     DESK_STATES,
+    DeskRental,
     delivery_defaults,
+    desk_page_rows,
     desk_rows,
     fleet_rows,
     node_get,
@@ -63,6 +65,7 @@ __all__ = [
     "END_BEING_APPLIED",
     "GPU_USE_WINDOW",
     "AccessView",
+    "DeskRental",
     "GpuUse",
     "NodeAccess",
     "RentalOverview",
@@ -73,6 +76,7 @@ __all__ = [
     "allocation_of",
     "allocations_of",
     "delivery_defaults",
+    "desk_page_rows",
     "desk_rows",
     "fleet_rows",
     "latest_delivery",
