@@ -61,7 +61,9 @@ def inbox(request):
     now = timezone.now()
     since = timesince_maker(now)
     access_requests = _with_links(
-        selectors.access_requests_rows(status=status)[:200] if access_only or not kind else [],
+        selectors.access_requests_rows(status=status, limit=200)
+        if access_only or not kind
+        else [],
         "support_staff:access",
         dict(AccessStatus.choices),
         since=since,
@@ -73,7 +75,7 @@ def inbox(request):
             "tickets": ""
             if access_only
             else _with_staff_status(
-                selectors.inbox_rows(status=status, kind=kind)[:200], since=since
+                selectors.inbox_rows(status=status, kind=kind, limit=200), since=since
             ),
             "access_requests": access_requests,
             "access_only": access_only,
