@@ -21,7 +21,7 @@ from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error, fields_html
 from kernodeck.core.links import escape_text as escape
 from kernodeck.core.links import link_maker
-from kernodeck.core.listing import minute_text
+from kernodeck.core.listing import minute_text_maker
 from kernodeck.core.requests import client_ip
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.orders.models import RentalState
@@ -98,6 +98,7 @@ def _desk_row_maker():
     preparations and the waiting time's words translated once for the page, the rental's
     link reversed once, every value escaped, the minute written with one formatter."""
     rental_url = link_maker("desk:rental")
+    minute_text = minute_text_maker()
     labels = {
         key: escape(text)
         for key, text in (
@@ -435,6 +436,7 @@ def _node_card_maker():
     state_url = link_maker("desk:node_state")
     ssh_url = link_maker("backoffice_nodes:detail")
     rental_url = link_maker("desk:rental")
+    minute_text = minute_text_maker()
     states = {value: escape(label) for value, label in NodeState.choices}
     drivers = {value: escape(label) for value, label in DriverCode.choices}
     rental_states = {value: escape(label) for value, label in RentalState.choices}
