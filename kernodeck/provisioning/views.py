@@ -87,7 +87,7 @@ def desk(request):
             "rows": mark_safe(rows),  # noqa: S308 - every value in it is escaped
             "state": state,
             "states": RentalState.choices,
-            "alerts": list(alerts.alerts_open()[:50]),
+            "alerts": selectors.alerts_for_desk(limit=50),
             "releases": selectors.releases_pending_for_desk()[:100],
         },
     )

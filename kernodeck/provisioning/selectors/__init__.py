@@ -21,6 +21,7 @@ from kernodeck.provisioning.selectors.access import (
 from kernodeck.provisioning.selectors.desk import (
     DESK_STATES,
     DeskRental,
+    alerts_for_desk,
     delivery_defaults,
     desk_page_rows,
     desk_rows,
@@ -73,6 +74,7 @@ __all__ = [
     "access_for_owner",
     "access_for_owner_by_order",
     "access_view",
+    "alerts_for_desk",
     "allocation_of",
     "allocations_of",
     "delivery_defaults",
