@@ -74,6 +74,9 @@ def test_minute_text_maker_is_the_date_filter_in_the_pages_time_zone(zone):
             assert text(moment) == _filter('{{ moment|date:"Y-m-d H:i" }}', moment=moment)
         with pytest.raises(ValueError):
             text(NOW.replace(tzinfo=None))
+        for year in (999, 1000, 9999):  # the year as strftime writes it
+            moment = NOW.replace(year=year, month=6, day=9, hour=1, minute=2)
+            assert text(moment) == minute_text(moment)
 
 
 @pytest.mark.parametrize("language", ["en", "es"])
