@@ -4,6 +4,7 @@ Reads for staff pages and the staff API only; nothing here is shown to a custome
 """
 
 import functools
+import json
 from datetime import datetime
 from typing import NamedTuple
 
@@ -238,35 +239,45 @@ class DeskRental(NamedTuple):
 _DESK_RENTAL = rows.Columns(Order, "o", DeskRental._fields[:-1], epoch_datetimes=True)
 
 
+def _one_of(column: str, vendor: str) -> str:
+    """`column` is one of a list given as one parameter (`_list_param`): a fixed statement
+    for any number of keys (PostgreSQL: an array; SQLite: a JSON array)."""
+    if vendor == "postgresql":
+        return f"{column} = ANY(%s)"
+    return f"{column} IN (SELECT value FROM json_each(%s))"  # noqa: S608 - a column name
+
+
+def _list_param(values: list, vendor: str):
+    return values if vendor == "postgresql" else json.dumps(values)
+
+
 @functools.cache
 def _desk_statements(vendor: str) -> tuple[str, str, str]:
-    """The desk page's three statements (its rentals; their live allocations; their
-    owners' keys), written once: the last two read the rentals through the first one's
-    own selection (same parameters), so none takes a parameter per rental. Names come from
-    the models, never from input."""
+    """The desk page's three statements (its rentals; the live allocations of a list of
+    rentals; the keys of a list of accounts), written once: the lists are one parameter
+    each. Names come from the models, never from input."""
     quote = connection.ops.quote_name
     table = {
         model: quote(model._meta.db_table)
         for model in (Order, User, Allocation, GpuSlot, Node, SshKey)
     }
     index = quote("index")
-    where = "o.rental_state IN (%s, %s, %s)"
-    order = "ORDER BY o.rental_state_changed_at, o.settled_at, o.id LIMIT %s"
     rentals = (
         f"SELECT {_DESK_RENTAL.sql()}, u.email FROM {table[Order]} o "  # noqa: S608
-        f"INNER JOIN {table[User]} u ON u.id = o.owner_id WHERE {where} {order}"
+        f"INNER JOIN {table[User]} u ON u.id = o.owner_id "
+        "WHERE o.rental_state IN (%s, %s, %s) "
+        "ORDER BY o.rental_state_changed_at, o.settled_at, o.id LIMIT %s"
     )
     allocations = (
         f"SELECT a.order_id, n.name, s.{index} FROM {table[Allocation]} a "  # noqa: S608
         f"INNER JOIN {table[GpuSlot]} s ON s.id = a.slot_id "
-        f"INNER JOIN {table[Node]} n ON n.id = s.node_id WHERE a.released_at IS NULL "
-        f"AND a.order_id IN (SELECT o.id FROM {table[Order]} o WHERE {where} {order}) "
+        f"INNER JOIN {table[Node]} n ON n.id = s.node_id "
+        f"WHERE a.released_at IS NULL AND {_one_of('a.order_id', vendor)} "
         f"ORDER BY a.order_id, n.name, s.{index}"
     )
     keys = (
         f"SELECT k.user_id, k.fingerprint FROM {table[SshKey]} k "  # noqa: S608
-        f"WHERE k.user_id IN (SELECT o.owner_id FROM {table[Order]} o WHERE {where} {order}) "
-        "ORDER BY k.user_id, k.created_at, k.id"
+        f"WHERE {_one_of('k.user_id', vendor)} ORDER BY k.user_id, k.created_at, k.id"
     )
     return rentals, allocations, keys
 
@@ -280,28 +291,27 @@ def desk_page_rows(*, state: str = "", limit: int = 300) -> list[dict]:
     states = [value for value in states if value in DESK_STATES]
     if not states:
         return []
-    params = [*(states * 3)[:3], limit]
-    rentals_sql, allocations_sql, keys_sql = _desk_statements(connection.vendor)
+    vendor = connection.vendor
+    rentals_sql, allocations_sql, keys_sql = _desk_statements(vendor)
     with rows.prepared_cursor() as cursor:
-        cursor.execute(rentals_sql, params)
+        cursor.execute(rentals_sql, [*(states * 3)[:3], limit])
         found = cursor.fetchall()
         if not found:
             return []
-        cursor.execute(allocations_sql, params)
+        order_ids = [row[0] for row in found]
+        owner_ids = sorted({row[2] for row in found})
+        cursor.execute(allocations_sql, [_list_param(order_ids, vendor)])
         allocated = cursor.fetchall()
-        cursor.execute(keys_sql, params)
+        cursor.execute(keys_sql, [_list_param(owner_ids, vendor)])
         fingerprints = cursor.fetchall()
     convert, make = _DESK_RENTAL.converter(connection), DeskRental._make
     rentals = [make([*convert(row[:-1]), row[-1]]) for row in found]
     summaries: dict[int, dict[str, list[int]]] = {rental.id: {} for rental in rentals}
     for order_id, node, index in allocated:
-        summary = summaries.get(order_id)
-        if summary is not None:
-            summary.setdefault(node, []).append(index)
+        summaries[order_id].setdefault(node, []).append(index)
     keys: dict[int, list[str]] = {rental.owner_id: [] for rental in rentals}
     for user_id, fingerprint in fingerprints:
-        if user_id in keys:
-            keys[user_id].append(fingerprint)
+        keys[user_id].append(fingerprint)
     now = clock.now()
     return [
         {
