@@ -16,7 +16,7 @@ from kernodeck.core.errors import NotFound, ServiceError
 from kernodeck.core.forms import add_service_error
 from kernodeck.core.links import escape_text as _escape
 from kernodeck.core.links import link_maker
-from kernodeck.core.listing import minute_text, timesince_maker
+from kernodeck.core.listing import minute_text_maker, timesince_maker
 from kernodeck.core.signedpages import signed_page
 from kernodeck.orders import selectors as order_selectors
 from kernodeck.payments import selectors as payment_selectors
@@ -60,13 +60,14 @@ def inbox(request):
     access_only = kind == selectors.ACCESS_KIND
     # Signed-out "I can't sign in" requests are their own kind: listed above the tickets,
     # or alone when that kind is chosen.
-    now = timezone.now()
-    since = timesince_maker(now)
+    waiting_since = _waiting_since_maker(timezone.now())
     access_requests = _with_links(
-        selectors.access_requests_rows(status=status)[:200] if access_only or not kind else [],
+        selectors.access_requests_rows(status=status, limit=200)
+        if access_only or not kind
+        else [],
         "support_staff:access",
         dict(AccessStatus.choices),
-        since=since,
+        waiting_since=waiting_since,
     )
     return render(
         request,
@@ -75,7 +76,8 @@ def inbox(request):
             "tickets": ""
             if access_only
             else _with_staff_status(
-                selectors.inbox_rows(status=status, kind=kind)[:200], since=since
+                selectors.inbox_rows(status=status, kind=kind, limit=200),
+                waiting_since=waiting_since,
             ),
             "access_requests": access_requests,
             "access_only": access_only,
@@ -87,7 +89,7 @@ def inbox(request):
     )
 
 
-def _with_staff_status(tickets, *, since) -> str:
+def _with_staff_status(tickets, *, waiting_since) -> str:
     """The inbox's tickets (`selectors.inbox_rows`' tuples) as its rows' HTML, made here in
     one pass: the staff's word for each status, the kinds' words, the column labels and
     the link made once for the page, not with a tag, a filter and a lookup per cell; every
@@ -113,7 +115,7 @@ def _with_staff_status(tickets, *, since) -> str:
         rows.append(
             "<tr>\n"
             f'      <td data-label="{labels["waiting"]}">'
-            f"{_waiting_since(last_customer_at, since)}</td>\n"
+            f"{waiting_since(last_customer_at)}</td>\n"
             f'      <td data-label="{labels["subject"]}"><a href="{_escape(case_url(pk))}">'
             f"{_escape(subject)}</a></td>\n"
             f'      <td data-label="{labels["kind"]}">{kinds.get(kind) or _escape(kind)}</td>\n'
@@ -127,7 +129,7 @@ def _with_staff_status(tickets, *, since) -> str:
     return mark_safe("".join(rows))  # noqa: S308 - every value in it is escaped
 
 
-def _with_links(items, url_name: str, statuses: dict, *, since) -> str:
+def _with_links(items, url_name: str, statuses: dict, *, waiting_since) -> str:
     """The sign-in requests (`selectors.access_requests_rows`' tuples) as their rows' HTML,
     made once for the page like the tickets' ("" for none)."""
     case_url = link_maker(url_name)
@@ -146,7 +148,7 @@ def _with_links(items, url_name: str, statuses: dict, *, since) -> str:
         rows.append(
             "<tr>\n"
             f'      <td data-label="{labels["waiting"]}">'
-            f"{_waiting_since(created_at, since)}</td>\n"
+            f"{waiting_since(created_at)}</td>\n"
             f'      <td data-label="{labels["email"]}"><a href="{_escape(case_url(pk))}">'
             f"{_escape(email)}</a></td>\n"
             f'      <td data-label="{labels["name"]}">{_escape(name)}</td>\n'
@@ -157,12 +159,17 @@ def _with_links(items, url_name: str, statuses: dict, *, since) -> str:
     return mark_safe("".join(rows))  # noqa: S308 - every value in it is escaped
 
 
-def _waiting_since(moment, since) -> str:
-    """What `{{ moment|date:"Y-m-d H:i" }} <span …>({{ moment|timesince }})</span>` made
-    (`since`: a core.listing.timesince_maker of the page)."""
-    if not moment:
-        return ' <span class="muted small">()</span>'
-    return f'{minute_text(moment)} <span class="muted small">({_escape(since(moment))})</span>'
+def _waiting_since_maker(now):
+    """A function writing what `{{ moment|date:"Y-m-d H:i" }} <span …>({{ moment|timesince
+    }})</span>` made, at the page's moment `now`, its time zone and words looked up once."""
+    since, minute = timesince_maker(now), minute_text_maker()
+
+    def waiting_since(moment) -> str:
+        if not moment:
+            return ' <span class="muted small">()</span>'
+        return f'{minute(moment)} <span class="muted small">({_escape(since(moment))})</span>'
+
+    return waiting_since
 
 
 @support_staff_required

@@ -79,6 +79,26 @@ def test_minute_text_maker_refuses_a_naive_moment_as_minute_text_does():
         minute_text_maker()(NOW.replace(tzinfo=None))
 
 
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Madrid", "America/Caracas"])
+def test_minute_text_maker_is_the_date_filter_in_the_pages_time_zone(zone):
+    from zoneinfo import ZoneInfo
+
+    from django.utils import timezone
+
+    moments = [None, NOW, NOW.replace(month=1, day=2, hour=23, minute=4, second=59)]
+    moments.append(NOW.astimezone(ZoneInfo("Asia/Tokyo")))
+    with timezone.override(zone):
+        text = minute_text_maker()
+        for moment in moments:
+            assert text(moment) == minute_text(moment)
+            assert text(moment) == _filter('{{ moment|date:"Y-m-d H:i" }}', moment=moment)
+        with pytest.raises(ValueError):
+            text(NOW.replace(tzinfo=None))
+        for year in (999, 1000, 9999):  # the year as strftime writes it
+            moment = NOW.replace(year=year, month=6, day=9, hour=1, minute=2)
+            assert text(moment) == minute_text(moment)
+
+
 @pytest.mark.parametrize("language", ["en", "es"])
 def test_timesince_maker_is_timesince_at_the_pages_moment(language):
     from django.utils.timesince import timesince
@@ -100,6 +120,31 @@ def test_timesince_maker_is_timesince_at_the_pages_moment(language):
         for moment in moments:
             assert since(moment) == timesince(moment, NOW), moment
             assert since(moment) == since(moment)  # the cached words are the same
+
+
+@pytest.mark.parametrize("language", ["en", "es"])
+def test_timesince_maker_is_timesince_at_every_distance(language):
+    """Every unit and pair of units, month ends and leap days, other time zones and dates:
+    the maker's text is the filter's own, step for step."""
+    from zoneinfo import ZoneInfo
+
+    from django.utils.timesince import timesince
+
+    madrid = ZoneInfo("Europe/Madrid")
+    nows = [NOW, datetime(2028, 2, 29, 23, 59, 59, tzinfo=UTC), NOW.astimezone(madrid)]
+    steps = [timedelta(seconds=s) for s in (0, 1, 59, 60, 61, 3599, 3600, 3661)]
+    steps += [timedelta(hours=h, minutes=7) for h in (5, 23, 24, 25, 47, 167, 168, 169)]
+    steps += [timedelta(days=d, hours=3) for d in (6, 7, 13, 27, 28, 29, 30, 31, 58, 59, 60)]
+    steps += [timedelta(days=d) for d in (89, 180, 364, 365, 366, 367, 395, 730, 1461, 3000)]
+    with translation.override(language):
+        for now in nows:
+            since = timesince_maker(now)
+            for step in steps:
+                for moment in (now - step, (now - step).astimezone(madrid), now + step):
+                    assert since(moment) == timesince(moment, now), (now, moment)
+        naive = NOW.replace(tzinfo=None)
+        for day in (NOW.date(), (NOW - timedelta(days=45)).date()):
+            assert timesince_maker(naive)(day) == timesince(day, naive)
 
 
 @pytest.mark.parametrize("language", ["en", "es"])

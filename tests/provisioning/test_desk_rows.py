@@ -13,8 +13,8 @@ from django.utils import translation
 
 from kernodeck.core import clock
 from kernodeck.orders.models import Order, RentalState
-from kernodeck.provisioning import selectors
-from kernodeck.provisioning.models import Allocation
+from kernodeck.provisioning import alerts, selectors
+from kernodeck.provisioning.models import Alert, AlertKind, Allocation
 from tests.budgets.operations_data import build
 
 pytestmark = pytest.mark.django_db
@@ -160,3 +160,47 @@ def test_the_releases_waiting_read_one_line_per_rental_and_node(client):
         assert f"<code>{allocation.slot.node.name}</code>" in section
     assert section.count(f">{asked.strftime('%Y-%m-%d %H:%M')}</td>") == 2
     assert "&lt;script&gt;" in section and "<script>" not in section
+
+
+# The desk template's alerts as they were written from alerts.alerts_open()'s instances.
+ALERTS_REFERENCE = engines["django"].from_string(
+    "{% load i18n %}"
+    """<ul>{% for alert in alerts %}<li>
+    <strong>{{ alert.get_kind_display }}</strong>{% if alert.node %} · <code>{{ alert.node.name }}</code>{% endif %}{% if alert.order %} · <a href="{% url 'desk:rental' alert.order.reference %}"><code class="ref">{{ alert.order.reference }}</code></a>{% endif %} · <span class="muted small">{{ alert.created_at|date:"Y-m-d H:i" }} UTC</span><br>
+    {{ alert.message }}<br><span class="small">{% translate "What to do:" %} {{ alert.action }}</span>
+    <form method="post" action="{% url 'desk:alert_ack' alert.pk %}" class="inline">{% csrf_token %}<button type="submit" class="small">{% translate "Acknowledge" %}</button></form>
+  </li>{% endfor %}</ul>"""  # noqa: E501 - the template's lines as they were
+)
+
+
+@pytest.mark.parametrize("language", ["en", "es"])
+def test_the_open_alerts_read_as_the_templates_alerts_newest_first(client, language):
+    data = build(4)
+    rentals = list(Order.objects.order_by("reference"))
+    now = clock.now()
+    kinds = [kind for kind, _label in AlertKind.choices]
+    for n in range(6):
+        Alert.objects.create(
+            kind=kinds[n % len(kinds)],
+            key=f"cause-{n}",
+            node=data.node if n % 2 else None,
+            order=rentals[n % len(rentals)] if n % 3 else None,
+            message=f"{NASTY} {n}",
+            action=f"<b>Look</b> {n}",
+            created_at=now - timedelta(minutes=n * 7 % 11),
+            resolved_at=now if n == 4 else None,  # mended: not listed
+            acknowledged_at=now if n == 5 else None,  # seen: not listed
+        )
+    client.force_login(data.operator)
+
+    html = client.get("/backoffice/rentals/", HTTP_ACCEPT_LANGUAGE=language).content.decode()
+
+    section = html.split('id="alerts"', 1)[1].split("</section>", 1)[0]
+    listed = re.sub(r'value="[^"]*"', "", section.split("<ul>", 1)[1].split("</ul>", 1)[0])
+    with translation.override(language):
+        reference = ALERTS_REFERENCE.render(
+            {"alerts": list(alerts.alerts_open()[:50]), "csrf_token": "x"}
+        )
+    assert listed == re.sub(r'value="[^"]*"', "", reference.split("<ul>", 1)[1].split("</ul>")[0])
+    assert listed.count("<li>") == 4
+    assert "<script>" not in listed and "&lt;b&gt;Look&lt;/b&gt; 3" in listed
