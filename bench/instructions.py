@@ -4,8 +4,9 @@
     python3 bench/instructions.py [--requests 400] [--profile 25] [--database kernodeck_bench_pay]
                                   [--redis-db 14] [--seed-file PATH]
 
-Seeds a scratch PostgreSQL database as bench/run.py does (fresh orders of eight customers),
-then sends `POST /api/v1/orders/{reference}/payments` (BTC) through Django's test client, one
+Seeds a scratch PostgreSQL database as bench/run.py does (fresh orders of eight customers;
+Bitcoin watched, as in production, its watcher healthy), then sends
+`POST /api/v1/orders/{reference}/payments` (BTC) through Django's test client, one
 request at a time, and prints the process CPU time per request (`time.process_time`, which a
 busy machine disturbs far less than wall time), the wall time, the statements of one request,
 and with `--profile N` the N functions with the most cumulative CPU time (then the N with the
@@ -31,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.run import environment, free_port, prepare_database  # noqa: E402
+from bench.run import environment, free_port, prepare_database, watcher_healthy  # noqa: E402
 
 
 def measure(pay_orders, requests: int, profile: int) -> dict:
@@ -126,6 +127,7 @@ def main() -> int:
         if options.seed_file:
             options.seed_file.write_text(json.dumps(seed))
         os.environ.update(env)
+    watcher_healthy(env)  # a reused seed's may have lapsed
     load = os.getloadavg()[0]
     figures = measure(seed["pay_orders"], options.requests, options.profile)
     print(

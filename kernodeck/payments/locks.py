@@ -11,7 +11,13 @@ from kernodeck.core.errors import NotFound
 from kernodeck.ledger.locks import lock_topup
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders.models import Order
-from kernodeck.payments.models import AddressCounter, PaymentIntent, PaymentMethod, Rate
+from kernodeck.payments.models import (
+    AddressCounter,
+    ChainState,
+    PaymentIntent,
+    PaymentMethod,
+    Rate,
+)
 
 
 def lock_counter(*, chain: str, wallet_fingerprint: str) -> AddressCounter:
@@ -84,19 +90,39 @@ METHOD_WITH_FRESH_RATE = (
     "ORDER BY n.fetched_at DESC, n.id DESC LIMIT 1)"
 )
 _RATE = rows.Columns(Rate, "r")
+# The method's network's watcher state (alias c), what its health is decided from
+# (`selectors.network_healthy`): read with the method, not by a statement of its own.
+CHAIN_STATE = rows.Columns(ChainState, "c", ("network", "last_success_at", "last_error_at"))
+METHOD_CHAIN_STATE = "LEFT JOIN payments_chainstate c ON c.network = m.chain"
 
 
 @functools.cache
 def _order_of_owner_with_method_statement(vendor: str) -> str:
-    # As _order_of_owner_statement, with the method and its rate read (not locked: the
-    # locking clause names the account and the order only) in the same statement.
+    # As _order_of_owner_statement, with the method, its rate and its network's watcher
+    # state read (not locked: the locking clause names the account and the order only) in
+    # the same statement.
     return (
-        f"SELECT {_ORDER.sql()}, {_METHOD.sql()}, {_RATE.sql()} "  # noqa: S608
+        f"SELECT {_ORDER.sql()}, {_METHOD.sql()}, {_RATE.sql()}, "  # noqa: S608
+        f"{CHAIN_STATE.sql()} "
         "FROM accounts_user u JOIN orders_order o ON o.owner_id = u.id "
         "LEFT JOIN payments_paymentmethod m ON m.code = %s "
         f"{METHOD_WITH_FRESH_RATE} "
+        f"{METHOD_CHAIN_STATE} "
         "WHERE u.id = %s AND o.reference = %s" + rows.lock_clause(of=("u", "o"))
     )
+
+
+def _order_method_rate_state(row, owner):
+    """(order, method, rate, chain state) from a row of the statement above; the method,
+    the rate and the state are None where the LEFT JOINs found none."""
+    order = _ORDER.load(row[: len(_ORDER)])
+    order.owner = owner
+    at = len(_ORDER)
+    method = _METHOD.load(row[at : at + len(_METHOD)])
+    at += len(_METHOD)
+    rate = _RATE.load(row[at : at + len(_RATE)])
+    state = CHAIN_STATE.load(row[at + len(_RATE) :])
+    return order, method, rate, state
 
 
 @functools.cache
@@ -130,9 +156,14 @@ def lock_order_of_owner(*, owner, reference: str):
 
 
 def lock_order_of_owner_with_method(*, owner, reference: str, method_code: str, fresh_since):
-    """`lock_order_of_owner`, and in the same statement the method `method_code` and its
-    asset's newest rate fetched since `fresh_since` (each None when there is none):
-    (order, method, rate)."""
+    """`lock_order_of_owner`, and in the same statement the method `method_code`, its
+    asset's newest rate fetched since `fresh_since` and its network's watcher state (its
+    `network`, `last_success_at` and `last_error_at` only; each None when there is none):
+    (order, method, rate, chain state).
+
+    The method, the rate and the state are read with the statement's snapshot, which
+    may be older than the locks (taken before they were granted), as when they were read
+    before the locks: none of them is what the locks protect."""
     with connection.cursor() as cursor:
         cursor.execute(
             _order_of_owner_with_method_statement(connection.vendor),
@@ -146,10 +177,7 @@ def lock_order_of_owner_with_method(*, owner, reference: str, method_code: str, 
         row = cursor.fetchone()
     if row is None:
         raise NotFound(_("No order with this reference on your account."))
-    order = _ORDER.load(row[: len(_ORDER)])
-    order.owner = owner
-    rest = row[len(_ORDER) :]
-    return order, _METHOD.load(rest[: len(_METHOD)]), _RATE.load(rest[len(_METHOD) :])
+    return _order_method_rate_state(row, owner)
 
 
 @functools.cache
@@ -176,7 +204,7 @@ def lock_order_of_owner_with_method_and_intents(
     *, owner, reference: str, method_code: str, fresh_since
 ):
     """`lock_order_of_owner_with_method` and then `intents_of_locked_order`:
-    (order, method, rate, intents), in one round trip to PostgreSQL.
+    (order, method, rate, chain state, intents), in one round trip to PostgreSQL.
 
     The instructions are still read by a statement of their own, after the lock: the two
     statements go in one query message, which PostgreSQL runs one after the other, the
@@ -184,10 +212,10 @@ def lock_order_of_owner_with_method_and_intents(
     takes one per statement), so it sees every instructions committed before the lock
     was granted, as a second `execute` would. Elsewhere (SQLite) two `execute`s."""
     if not _statements_in_one_round_trip():
-        order, method, rate = lock_order_of_owner_with_method(
+        order, method, rate, state = lock_order_of_owner_with_method(
             owner=owner, reference=reference, method_code=method_code, fresh_since=fresh_since
         )
-        return order, method, rate, intents_of_locked_order(order)
+        return order, method, rate, state, intents_of_locked_order(order)
     reference = str(reference or "").upper()[:16]
     with connection.cursor() as cursor:
         cursor.execute(
@@ -206,11 +234,8 @@ def lock_order_of_owner_with_method_and_intents(
             raise NotFound(_("No order with this reference on your account."))
         cursor.nextset()
         found = cursor.fetchall()
-    order = _ORDER.load(row[: len(_ORDER)])
-    order.owner = owner
-    rest = row[len(_ORDER) :]
-    method, rate = _METHOD.load(rest[: len(_METHOD)]), _RATE.load(rest[len(_METHOD) :])
-    return order, method, rate, _intents_from_rows(found, order)
+    order, method, rate, state = _order_method_rate_state(row, owner)
+    return order, method, rate, state, _intents_from_rows(found, order)
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from django.db import connection, connections, transaction
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, ServiceError
 from kernodeck.payments import locks, services
-from kernodeck.payments.models import PaymentIntent, PaymentMethod
+from kernodeck.payments.models import ChainState, PaymentIntent, PaymentMethod
 from kernodeck.payments.services import instructions
 from tests.factories import make_offer, make_order
 
@@ -90,8 +90,9 @@ def test_the_locking_read_returns_the_orders_instructions_newest_first(configure
     second = services.payment_intent_create_for_order(
         order=order, method_code="eth-ethereum", actor=order.owner
     )
+    ChainState.objects.create(network="tron", last_success_at=clock.now())
     with transaction.atomic():
-        found, method, rate, intents = locks.lock_order_of_owner_with_method_and_intents(
+        found, method, rate, state, intents = locks.lock_order_of_owner_with_method_and_intents(
             owner=order.owner,
             reference=order.reference.lower(),
             method_code="usdt-tron",
@@ -99,6 +100,7 @@ def test_the_locking_read_returns_the_orders_instructions_newest_first(configure
         )
     assert found.pk == order.pk and found.owner is order.owner
     assert method.code == "usdt-tron" and rate.asset == "USDT"
+    assert state.network == "tron" and state.last_success_at == clock.now()
     assert [intent.pk for intent in intents] == [second.pk, first.pk]
     assert all(intent.order is found for intent in intents)
     assert [intent.method.code for intent in intents] == ["eth-ethereum", "btc-bitcoin"]
