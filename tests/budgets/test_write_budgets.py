@@ -13,11 +13,11 @@ from tests.factories import api_post, make_offer, make_order
 pytestmark = pytest.mark.django_db
 
 # token; SAVEPOINT; the account and the order by reference, locked, with the method, its
-# fresh rate and its network's watcher state (one SELECT: no read before), and its
-# instructions (read after the lock: a second statement, sent with it in one round trip on
-# PostgreSQL, one `execute`); the address counter (one UPDATE … RETURNING); the
-# instructions and both audit events (one INSERT on PostgreSQL, two elsewhere); RELEASE
-ORDER_INSTRUCTIONS = {"postgresql": 6}.get(connection.vendor, 8)
+# fresh rate and its network's watcher state (one SELECT: no read before); its
+# instructions (read after the lock: a statement of its own); the address counter (one
+# UPDATE … RETURNING); the instructions and both audit events (one INSERT on PostgreSQL,
+# two elsewhere); RELEASE. On PostgreSQL all but SAVEPOINT and RELEASE are prepared.
+ORDER_INSTRUCTIONS = {"postgresql": 7}.get(connection.vendor, 8)
 # token; method, rate and watcher state (one SELECT); SAVEPOINT; account (lock); open
 # top-ups; the top-up; its audit event; the address counter; the instructions and their
 # audit event (one INSERT on PostgreSQL); RELEASE; the answer's instructions (TopUpOut

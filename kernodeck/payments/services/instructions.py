@@ -54,7 +54,7 @@ def _method_with_rate(code: str):
     `selectors.network_healthy` decides from), in one statement written once: (method,
     rate, state), each None where there is none."""
     statement = _method_with_rate_statement(connection.vendor)
-    with connection.cursor() as cursor:
+    with rows.prepared_cursor() as cursor:  # parsed and planned once per connection
         cursor.execute(statement, [rows.datetime_param(_fresh_since()), str(code or "")])
         row = cursor.fetchone()
     if row is None:
@@ -459,9 +459,8 @@ def _payment_intent_create_for_reference(
             order = locks.lock_order_of_owner(owner=owner, reference=reference)
             intents = None
         else:
-            # The order's instructions come with the lock (one round trip on PostgreSQL),
-            # still read after it was granted; the method's network's watcher state with
-            # the lock itself.
+            # The method, its rate and its network's watcher state come with the lock;
+            # the order's instructions right after it was granted.
             order, method, rate, state, intents = (
                 locks.lock_order_of_owner_with_method_and_intents(
                     owner=owner,
