@@ -4,12 +4,14 @@
     python3 bench/instructions.py [--requests 400] [--profile 25] [--database kernodeck_bench_pay]
                                   [--redis-db 14] [--seed-file PATH]
 
-Seeds a scratch PostgreSQL database as bench/run.py does (fresh orders of eight customers),
-then sends `POST /api/v1/orders/{reference}/payments` (BTC) through Django's test client, one
+Seeds a scratch PostgreSQL database as bench/run.py does (fresh orders of eight customers;
+Bitcoin watched, as in production, its watcher healthy), then sends
+`POST /api/v1/orders/{reference}/payments` (BTC) through Django's test client, one
 request at a time, and prints the process CPU time per request (`time.process_time`, which a
 busy machine disturbs far less than wall time), the wall time, the statements of one request,
-and with `--profile N` the N functions with the most cumulative CPU time (then the N with the
-most time of their own). The server-side figure (req/s under gunicorn with 8 clients) is
+the CPU of the PostgreSQL backend that served them (from /proc, when the server is local),
+and with `--profile N` the N functions with the most cumulative CPU time (then the N with
+the most time of their own). The server-side figure (req/s under gunicorn with 8 clients) is
 the last row of bench/run.py.
 
 `--seed-file PATH` keeps the seed's answer in PATH and, when PATH exists, uses that database
@@ -31,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.run import environment, free_port, prepare_database  # noqa: E402
+from bench.run import environment, free_port, prepare_database, watcher_healthy  # noqa: E402
 
 
 def measure(pay_orders, requests: int, profile: int) -> dict:
@@ -62,10 +64,15 @@ def measure(pay_orders, requests: int, profile: int) -> dict:
         send(*next(orders))
     statements = [query["sql"] for query in captured.captured_queries]
     batch = [next(orders) for _ in range(requests)]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    server = _process_cpu(backend)
     cpu, wall = time.process_time(), time.perf_counter()
     for reference, token in batch:
         send(reference, token)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    server = _process_cpu(backend) - server if server is not None else None
     report = ""
     if profile:
         # CPU time, not wall time: on a shared machine waiting says little.
@@ -81,10 +88,21 @@ def measure(pay_orders, requests: int, profile: int) -> dict:
         report = out.getvalue()
     return {
         "cpu_ms": 1000 * cpu / requests,
+        "server_cpu_ms": None if server is None else 1000 * server / requests,
         "wall_ms": 1000 * wall / requests,
         "statements": statements,
         "profile": report,
     }
+
+
+def _process_cpu(pid: int) -> float | None:
+    """The CPU seconds a local process (the PostgreSQL backend serving this connection)
+    has used, or None where /proc cannot tell (a server on another machine)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _still_unpaid(pay_orders):
@@ -126,6 +144,7 @@ def main() -> int:
         if options.seed_file:
             options.seed_file.write_text(json.dumps(seed))
         os.environ.update(env)
+    watcher_healthy(env)  # a reused seed's may have lapsed
     load = os.getloadavg()[0]
     figures = measure(seed["pay_orders"], options.requests, options.profile)
     print(
@@ -134,6 +153,8 @@ def main() -> int:
         f"{len(figures['statements'])} statements (load average {load:.1f} → "
         f"{os.getloadavg()[0]:.1f})"
     )
+    if figures["server_cpu_ms"] is not None:
+        print(f"PostgreSQL backend: {figures['server_cpu_ms']:.2f} ms CPU per request")
     if options.show_sql:
         for sql in figures["statements"]:
             print("  ", sql[:200])

@@ -434,10 +434,13 @@ def insert_all(*groups: list) -> None:
         return
     shape = tuple((group[0].__class__, len(group)) for group in groups)
     documents = _json_documents(groups) if connection.vendor == "postgresql" else None
-    with connection.cursor() as cursor:
-        if documents is not None:
+    if documents is not None:
+        # Prepared: the same few shapes come on every request of a hot path, and
+        # PostgreSQL then parses and plans each once per connection.
+        with prepared_cursor() as cursor:
             cursor.execute(_json_insert_statement(tuple(model for model, _ in shape)), documents)
-        else:
+    else:
+        with connection.cursor() as cursor:
             params = _insert_params(groups)
             statement = _insert_statement(shape, connection.vendor)
             if ";" not in statement:

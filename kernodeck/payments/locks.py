@@ -11,7 +11,13 @@ from kernodeck.core.errors import NotFound
 from kernodeck.ledger.locks import lock_topup
 from kernodeck.orders import locks as order_locks
 from kernodeck.orders.models import Order
-from kernodeck.payments.models import AddressCounter, PaymentIntent, PaymentMethod, Rate
+from kernodeck.payments.models import (
+    AddressCounter,
+    ChainState,
+    PaymentIntent,
+    PaymentMethod,
+    Rate,
+)
 
 
 def lock_counter(*, chain: str, wallet_fingerprint: str) -> AddressCounter:
@@ -47,7 +53,7 @@ def counter_take_index(*, chain: str, wallet_fingerprint: str) -> int:
         "UPDATE payments_addresscounter SET next_index = next_index + 1 "
         "WHERE chain = %s AND wallet_fingerprint = %s RETURNING next_index"
     )
-    with connection.cursor() as cursor:
+    with rows.prepared_cursor() as cursor:  # parsed and planned once per connection
         cursor.execute(statement, [chain, wallet_fingerprint])
         row = cursor.fetchone()
         if row is None:  # the wallet's first address
@@ -84,19 +90,39 @@ METHOD_WITH_FRESH_RATE = (
     "ORDER BY n.fetched_at DESC, n.id DESC LIMIT 1)"
 )
 _RATE = rows.Columns(Rate, "r")
+# The method's network's watcher state (alias c), what its health is decided from
+# (`selectors.network_healthy`): read with the method, not by a statement of its own.
+CHAIN_STATE = rows.Columns(ChainState, "c", ("network", "last_success_at", "last_error_at"))
+METHOD_CHAIN_STATE = "LEFT JOIN payments_chainstate c ON c.network = m.chain"
 
 
 @functools.cache
 def _order_of_owner_with_method_statement(vendor: str) -> str:
-    # As _order_of_owner_statement, with the method and its rate read (not locked: the
-    # locking clause names the account and the order only) in the same statement.
+    # As _order_of_owner_statement, with the method, its rate and its network's watcher
+    # state read (not locked: the locking clause names the account and the order only) in
+    # the same statement.
     return (
-        f"SELECT {_ORDER.sql()}, {_METHOD.sql()}, {_RATE.sql()} "  # noqa: S608
+        f"SELECT {_ORDER.sql()}, {_METHOD.sql()}, {_RATE.sql()}, "  # noqa: S608
+        f"{CHAIN_STATE.sql()} "
         "FROM accounts_user u JOIN orders_order o ON o.owner_id = u.id "
         "LEFT JOIN payments_paymentmethod m ON m.code = %s "
         f"{METHOD_WITH_FRESH_RATE} "
+        f"{METHOD_CHAIN_STATE} "
         "WHERE u.id = %s AND o.reference = %s" + rows.lock_clause(of=("u", "o"))
     )
+
+
+def _order_method_rate_state(row, owner):
+    """(order, method, rate, chain state) from a row of the statement above; the method,
+    the rate and the state are None where the LEFT JOINs found none."""
+    order = _ORDER.load(row[: len(_ORDER)])
+    order.owner = owner
+    at = len(_ORDER)
+    method = _METHOD.load(row[at : at + len(_METHOD)])
+    at += len(_METHOD)
+    rate = _RATE.load(row[at : at + len(_RATE)])
+    state = CHAIN_STATE.load(row[at + len(_RATE) :])
+    return order, method, rate, state
 
 
 @functools.cache
@@ -130,96 +156,52 @@ def lock_order_of_owner(*, owner, reference: str):
 
 
 def lock_order_of_owner_with_method(*, owner, reference: str, method_code: str, fresh_since):
-    """`lock_order_of_owner`, and in the same statement the method `method_code` and its
-    asset's newest rate fetched since `fresh_since` (each None when there is none):
-    (order, method, rate)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _order_of_owner_with_method_statement(connection.vendor),
-            [
-                str(method_code or ""),
-                rows.datetime_param(fresh_since),
-                owner.pk,
-                str(reference or "").upper()[:16],
-            ],
-        )
-        row = cursor.fetchone()
+    """`lock_order_of_owner`, and in the same statement the method `method_code`, its
+    asset's newest rate fetched since `fresh_since` and its network's watcher state (its
+    `network`, `last_success_at` and `last_error_at` only; each None when there is none):
+    (order, method, rate, chain state).
+
+    The method, the rate and the state are read with the statement's snapshot, which
+    may be older than the locks (taken before they were granted), as when they were read
+    before the locks: none of them is what the locks protect."""
+    with rows.prepared_cursor() as cursor:
+        row = _lock_with_method(cursor, owner, reference, method_code, fresh_since)
+    return _order_method_rate_state(row, owner)
+
+
+def _lock_with_method(cursor, owner, reference, method_code, fresh_since):
+    cursor.execute(
+        _order_of_owner_with_method_statement(connection.vendor),
+        [
+            str(method_code or ""),
+            rows.datetime_param(fresh_since),
+            owner.pk,
+            str(reference or "").upper()[:16],
+        ],
+    )
+    row = cursor.fetchone()
     if row is None:
         raise NotFound(_("No order with this reference on your account."))
-    order = _ORDER.load(row[: len(_ORDER)])
-    order.owner = owner
-    rest = row[len(_ORDER) :]
-    return order, _METHOD.load(rest[: len(_METHOD)]), _RATE.load(rest[len(_METHOD) :])
-
-
-@functools.cache
-def _intents_of_order_of_owner_statement(vendor: str) -> str:
-    # The order's instructions by the order's owner and reference (the parameters of the
-    # locking statement it follows), so that it can be sent with that statement.
-    return (
-        f"SELECT {_INTENT.sql()}, {_METHOD.sql()} FROM payments_paymentintent i "  # noqa: S608
-        "JOIN payments_paymentmethod m ON m.code = i.method_id "
-        "JOIN orders_order o ON o.id = i.order_id "
-        "WHERE o.owner_id = %s AND o.reference = %s ORDER BY i.created_at DESC"
-    )
-
-
-def _statements_in_one_round_trip() -> bool:
-    """Whether two statements can go in one `execute`: PostgreSQL with psycopg's
-    client-side binding (Django's default; a server-side binding cursor takes one)."""
-    return connection.vendor == "postgresql" and not connection.settings_dict["OPTIONS"].get(
-        "server_side_binding"
-    )
+    return row
 
 
 def lock_order_of_owner_with_method_and_intents(
     *, owner, reference: str, method_code: str, fresh_since
 ):
     """`lock_order_of_owner_with_method` and then `intents_of_locked_order`:
-    (order, method, rate, intents), in one round trip to PostgreSQL.
+    (order, method, rate, chain state, intents).
 
-    The instructions are still read by a statement of their own, after the lock: the two
-    statements go in one query message, which PostgreSQL runs one after the other, the
-    second once the first has its locks and with a snapshot of its own (READ COMMITTED
-    takes one per statement), so it sees every instructions committed before the lock
-    was granted, as a second `execute` would. Elsewhere (SQLite) two `execute`s."""
-    if not _statements_in_one_round_trip():
-        order, method, rate = lock_order_of_owner_with_method(
-            owner=owner, reference=reference, method_code=method_code, fresh_since=fresh_since
-        )
-        return order, method, rate, intents_of_locked_order(order)
-    reference = str(reference or "").upper()[:16]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _order_and_intents_statements(connection.vendor),
-            [
-                str(method_code or ""),
-                rows.datetime_param(fresh_since),
-                owner.pk,
-                reference,
-                owner.pk,
-                reference,
-            ],
-        )
-        row = cursor.fetchone()
-        if row is None:
-            raise NotFound(_("No order with this reference on your account."))
-        cursor.nextset()
+    The instructions are read by a statement of their own, after the lock was granted
+    (READ COMMITTED takes a snapshot per statement), so it sees every instructions
+    committed before. Both are prepared statements on PostgreSQL (`rows.prepared_cursor`:
+    parsed and planned once per connection; planning them cost PostgreSQL more CPU than
+    the round trip they shared when sent as one query)."""
+    with rows.prepared_cursor() as cursor:
+        row = _lock_with_method(cursor, owner, reference, method_code, fresh_since)
+        order, method, rate, state = _order_method_rate_state(row, owner)
+        cursor.execute(_intents_of_order_statement(connection.vendor), [order.pk])
         found = cursor.fetchall()
-    order = _ORDER.load(row[: len(_ORDER)])
-    order.owner = owner
-    rest = row[len(_ORDER) :]
-    method, rate = _METHOD.load(rest[: len(_METHOD)]), _RATE.load(rest[len(_METHOD) :])
-    return order, method, rate, _intents_from_rows(found, order)
-
-
-@functools.cache
-def _order_and_intents_statements(vendor: str) -> str:
-    return (
-        _order_of_owner_with_method_statement(vendor)
-        + "; "
-        + _intents_of_order_of_owner_statement(vendor)
-    )
+    return order, method, rate, state, _intents_from_rows(found, order)
 
 
 def _intents_from_rows(found, order) -> list[PaymentIntent]:
@@ -236,7 +218,7 @@ def intents_of_locked_order(order) -> list[PaymentIntent]:
     """The order's instructions, newest first, with their method (read under the order's
     lock, after it was taken: a statement of its own, so that it sees every instructions
     committed before the lock was granted). Each one's `.order` is the given object."""
-    with connection.cursor() as cursor:
+    with rows.prepared_cursor() as cursor:
         cursor.execute(_intents_of_order_statement(connection.vendor), [order.pk])
         found = cursor.fetchall()
     return _intents_from_rows(found, order)

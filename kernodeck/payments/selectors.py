@@ -62,18 +62,25 @@ def rate_at_hand(asset: str) -> bool:
     return settings.KERNODECK_DEMO or rate_current(asset) is not None
 
 
-def instructions_refusal(method: PaymentMethod, *, rate_ready: bool) -> str | None:
+# network_healthy's `state` when the caller has not read it.
+UNREAD = object()
+
+
+def instructions_refusal(
+    method: PaymentMethod, *, rate_ready: bool, chain_state=UNREAD
+) -> str | None:
     """The one decision whether `method` gives instructions now: None, or why not (one of
     the codes above). Instruction creation (services.instructions) raises on it and the
     methods' availability (pages, GET /payment-methods) reports it; `rate_ready` says
-    whether a fresh rate is at hand (`rate_at_hand`)."""
+    whether a fresh rate is at hand (`rate_at_hand`); `chain_state`, the method's
+    network's ChainState (or None) when the caller read it already."""
     if not method.enabled:
         return DISABLED
     if method.chain not in registry.configured_wallets():
         return UNCONFIGURED
     if registry.missing_contract(method.code):
         return NO_CONTRACT
-    if not network_healthy(method.chain):
+    if not network_healthy(method.chain, state=chain_state):
         return NETWORK_DOWN
     if not rate_ready:
         return RATE_STALE
@@ -409,13 +416,17 @@ def is_watched(intent: PaymentIntent) -> bool:
 HEALTHY_WITHIN = timedelta(minutes=10)
 
 
-def network_healthy(network: str) -> bool:
-    """False when the watcher of a configured network has not had a good answer lately."""
+def network_healthy(network: str, *, state=UNREAD) -> bool:
+    """False when the watcher of a configured network has not had a good answer lately.
+    `state`: the network's ChainState (None when it has none) when the caller read it
+    already (with `last_success_at` and `last_error_at`); read here otherwise."""
     # Its own URL only (as configured_networks decides), not every network's settings:
     # every new set of instructions asks.
     if network not in NETWORKS or not api_url(network):
         return True
-    return _state_healthy(ChainState.objects.filter(network=network).first())
+    if state is UNREAD:
+        state = ChainState.objects.filter(network=network).first()
+    return _state_healthy(state)
 
 
 def _state_healthy(state) -> bool:

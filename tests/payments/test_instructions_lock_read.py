@@ -1,7 +1,7 @@
 """The API's instructions for an order (`payment_intent_create_for_reference`): the order's
-instructions come with its lock (one round trip on PostgreSQL) and are still read after
-the lock was granted; and the new instructions are built positionally (`_new_intent`),
-the same instance as `PaymentIntent(**fields)`."""
+instructions come with its lock and are read after the lock was granted; and the new
+instructions are built positionally (`_new_intent`), the same instance as
+`PaymentIntent(**fields)`."""
 
 import threading
 import time
@@ -14,7 +14,7 @@ from django.db import connection, connections, transaction
 from kernodeck.core import clock
 from kernodeck.core.errors import Conflict, ServiceError
 from kernodeck.payments import locks, services
-from kernodeck.payments.models import PaymentIntent, PaymentMethod
+from kernodeck.payments.models import ChainState, PaymentIntent, PaymentMethod
 from kernodeck.payments.services import instructions
 from tests.factories import make_offer, make_order
 
@@ -90,8 +90,9 @@ def test_the_locking_read_returns_the_orders_instructions_newest_first(configure
     second = services.payment_intent_create_for_order(
         order=order, method_code="eth-ethereum", actor=order.owner
     )
+    ChainState.objects.create(network="tron", last_success_at=(watched_at := clock.now()))
     with transaction.atomic():
-        found, method, rate, intents = locks.lock_order_of_owner_with_method_and_intents(
+        found, method, rate, state, intents = locks.lock_order_of_owner_with_method_and_intents(
             owner=order.owner,
             reference=order.reference.lower(),
             method_code="usdt-tron",
@@ -99,6 +100,7 @@ def test_the_locking_read_returns_the_orders_instructions_newest_first(configure
         )
     assert found.pk == order.pk and found.owner is order.owner
     assert method.code == "usdt-tron" and rate.asset == "USDT"
+    assert state.network == "tron" and state.last_success_at == watched_at
     assert [intent.pk for intent in intents] == [second.pk, first.pk]
     assert all(intent.order is found for intent in intents)
     assert [intent.method.code for intent in intents] == ["eth-ethereum", "btc-bitcoin"]
@@ -131,7 +133,7 @@ def _wait_for_a_lock_wait(thread, outcome, timeout=10.0):
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_instructions_committed_while_waiting_on_the_lock_are_seen(configured, fresh_rates):
-    """The second request's combined statement waits on the order's lock; the holder adds
+    """The second request's locking statement waits on the order's lock; the holder adds
     instructions and commits; the second then sees them (409), no second instructions."""
     _needs_postgres()
     configured.KERNODECK_THROTTLE_PAYMENT_CREATE = (10_000, 3600)

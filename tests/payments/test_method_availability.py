@@ -10,7 +10,7 @@ from kernodeck.core import clock
 from kernodeck.core.errors import ServiceError
 from kernodeck.payments import selectors, services
 from kernodeck.payments.methods import METHODS
-from kernodeck.payments.models import ChainState, PaymentMethod, Rate
+from kernodeck.payments.models import ChainState, PaymentIntent, PaymentMethod, Rate
 from tests.factories import make_offer, make_order
 
 pytestmark = pytest.mark.django_db
@@ -34,8 +34,14 @@ def _tron_down(settings):
     )
 
 
+def _bitcoin_up(settings):
+    settings.KERNODECK_BITCOIN_ESPLORA_URL = "http://127.0.0.1:9/"
+    ChainState.objects.create(network="bitcoin", last_success_at=clock.now())
+
+
 SITUATIONS = {
     "fresh": lambda settings: None,
+    "a watcher up": _bitcoin_up,
     "stale rates": lambda settings: _stale_rates(),
     "a method switched off": lambda settings: _btc_disabled(),
     "a watcher down": _tron_down,
@@ -43,14 +49,31 @@ SITUATIONS = {
 
 
 def _creation_refusal(method_code: str, offer) -> str | None:
-    order = make_order(offer=offer)  # a new customer each time: no throttle
-    try:
-        services.payment_intent_create_for_order(
-            order=order, method_code=method_code, actor=order.owner
-        )
-    except ServiceError as refused:
-        return refused.message
-    return None
+    """The refusal of the web form's path (the order read first) and of the API's (the
+    method, its rate and its network's state read by the locking statement): the same."""
+    refusals = []
+    for create in (_create_for_order, _create_for_reference):
+        order = make_order(offer=offer)  # a new customer each time: no throttle
+        try:
+            create(order, method_code)
+        except ServiceError as refused:
+            refusals.append(refused.message)
+        else:
+            refusals.append(None)
+    assert refusals[0] == refusals[1], (method_code, refusals)
+    return refusals[0]
+
+
+def _create_for_order(order, method_code):
+    services.payment_intent_create_for_order(
+        order=order, method_code=method_code, actor=order.owner
+    )
+
+
+def _create_for_reference(order, method_code):
+    services.payment_intent_create_for_reference(
+        owner=order.owner, reference=order.reference, method_code=method_code, actor=order.owner
+    )
 
 
 @pytest.mark.parametrize("situation", SITUATIONS)
@@ -93,6 +116,11 @@ def test_a_down_watcher_refuses_instructions_as_it_is_reported(
         )
     assert refused.value.status == 503
     assert listed["btc-bitcoin"]["available"] is True
+    order = make_order()
+    with pytest.raises(ServiceError, match="cannot be watched right now") as refused:
+        _create_for_reference(order, "usdt-tron")  # the state read by the locking statement
+    assert refused.value.status == 503
+    assert not PaymentIntent.objects.filter(order=order).exists()
 
 
 def test_demo_mode_counts_its_on_demand_rates_as_at_hand(settings, configured, fresh_rates):

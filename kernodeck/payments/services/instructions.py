@@ -37,8 +37,9 @@ _RATE = rows.Columns(Rate, "r")
 def _method_with_rate_statement(vendor: str) -> str:
     # The column lists come from the models, never from input.
     return (
-        f"SELECT {_METHOD.sql()}, {_RATE.sql()} FROM payments_paymentmethod m "  # noqa: S608
-        f"{locks.METHOD_WITH_FRESH_RATE} WHERE m.code = %s"
+        f"SELECT {_METHOD.sql()}, {_RATE.sql()}, {locks.CHAIN_STATE.sql()} "  # noqa: S608
+        f"FROM payments_paymentmethod m {locks.METHOD_WITH_FRESH_RATE} "
+        f"{locks.METHOD_CHAIN_STATE} WHERE m.code = %s"
     )
 
 
@@ -47,16 +48,23 @@ def _fresh_since():
     return clock.now() - timedelta(seconds=settings.KERNODECK_RATE_MAX_AGE)
 
 
-def _method_with_rate(code: str) -> tuple[PaymentMethod | None, Rate | None]:
-    """The method and its asset's fresh rate (as `selectors.rate_current` reads it: the
-    newest younger than KERNODECK_RATE_MAX_AGE) in one statement written once."""
+def _method_with_rate(code: str):
+    """The method, its asset's fresh rate (as `selectors.rate_current` reads it: the
+    newest younger than KERNODECK_RATE_MAX_AGE) and its network's watcher state (what
+    `selectors.network_healthy` decides from), in one statement written once: (method,
+    rate, state), each None where there is none."""
     statement = _method_with_rate_statement(connection.vendor)
-    with connection.cursor() as cursor:
+    with rows.prepared_cursor() as cursor:  # parsed and planned once per connection
         cursor.execute(statement, [rows.datetime_param(_fresh_since()), str(code or "")])
         row = cursor.fetchone()
     if row is None:
-        return None, None
-    return _METHOD.load(row[: len(_METHOD)]), _RATE.load(row[len(_METHOD) :])
+        return None, None, None
+    at = len(_METHOD) + len(_RATE)
+    return (
+        _METHOD.load(row[: len(_METHOD)]),
+        _RATE.load(row[len(_METHOD) : at]),
+        locks.CHAIN_STATE.load(row[at:]),
+    )
 
 
 def _usable_method(
@@ -65,9 +73,11 @@ def _usable_method(
     *,
     rate_ready: bool,
     purpose: str = Purpose.ORDER,
+    chain_state=selectors.UNREAD,
 ) -> PaymentMethod:
     """The method, or the refusal `selectors.instructions_refusal` decides (the decision
-    the methods' availability reports)."""
+    the methods' availability reports); `chain_state=` its network's state when read
+    already."""
     if method is None:
         method = PaymentMethod.objects.filter(code=str(code or "")).first()
     if method is None:
@@ -76,7 +86,9 @@ def _usable_method(
             % {"list": ", ".join(PaymentMethod.objects.values_list("code", flat=True))},
             field="method",
         )
-    refusal = selectors.instructions_refusal(method, rate_ready=rate_ready)
+    refusal = selectors.instructions_refusal(
+        method, rate_ready=rate_ready, chain_state=chain_state
+    )
     if refusal == selectors.DISABLED:
         raise Conflict(
             _("%(method)s is not offered at the moment; choose another method.")
@@ -103,14 +115,15 @@ def instructions_prepare(
     in demo mode it may fetch a rate (demo rates answer on demand). `purpose` picks the
     words of a stale-rate refusal (an order, a top-up or an extension offer).
 
-    The method and a fresh rate are read in one statement; only a missing rate (demo mode
-    fetches one) or a refusal reads again."""
-    method, rate = _method_with_rate(method_code)
+    The method, a fresh rate and the network's watcher state are read in one statement;
+    only a missing rate (demo mode fetches one) or a refusal reads again."""
+    method, rate, state = _method_with_rate(method_code)
     method = _usable_method(
         method_code,
         method,
         rate_ready=rate is not None or settings.KERNODECK_DEMO,
         purpose=purpose,
+        chain_state=state,
     )
     return method, rate or rate_for_instructions(method.asset, purpose=purpose)
 
@@ -446,17 +459,21 @@ def _payment_intent_create_for_reference(
             order = locks.lock_order_of_owner(owner=owner, reference=reference)
             intents = None
         else:
-            # The order's instructions come with the lock (one round trip on PostgreSQL),
-            # still read after it was granted.
-            order, method, rate, intents = locks.lock_order_of_owner_with_method_and_intents(
-                owner=owner,
-                reference=reference,
-                method_code=method_code,
-                fresh_since=_fresh_since(),
+            # The method, its rate and its network's watcher state come with the lock;
+            # the order's instructions right after it was granted.
+            order, method, rate, state, intents = (
+                locks.lock_order_of_owner_with_method_and_intents(
+                    owner=owner,
+                    reference=reference,
+                    method_code=method_code,
+                    fresh_since=_fresh_since(),
+                )
             )
             if rate is None and method is not None and settings.KERNODECK_DEMO:
                 return None
-            method = _usable_method(method_code, method, rate_ready=rate is not None)
+            method = _usable_method(
+                method_code, method, rate_ready=rate is not None, chain_state=state
+            )
             prepared = (method, rate)
         return _create_for_locked_order(
             order=order,
