@@ -19,6 +19,7 @@ from kernodeck.provisioning.models import Node
 from tests.budgets import data, operations_data
 from tests.constraint_races import needs_postgres
 from tests.factories import make_offer, make_operator, make_ssh_node
+from tests.support.helpers import active_rental
 
 T0 = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
 EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
@@ -252,8 +253,6 @@ def test_sqlite_keeps_nothing():
 @pytest.mark.django_db(transaction=True)
 def test_an_order_file_that_shows_its_access_is_never_kept():
     needs_postgres()
-    from tests.support.helpers import active_rental
-
     order = active_rental(token="a-jupyter-token")
     client = signed_in(order.owner)
     url = reverse("orders:detail", args=[order.reference])
