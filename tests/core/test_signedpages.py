@@ -44,6 +44,12 @@ def a_node():
     )
 
 
+def node_page(operator=None, **extra):
+    """(a signed-in operator's client, the URL of a node's page): a page with forms."""
+    url = reverse("backoffice_nodes:detail", args=[a_node().name])
+    return signed_in(operator or make_operator(), **extra), url
+
+
 def served(response) -> bool:
     """Whether a kept copy answered (the view did not run)."""
     return getattr(response.wsgi_request, "signed_page_copy", False)
@@ -119,12 +125,10 @@ def test_every_kept_page_is_the_rendered_page_but_the_token(page):
 @pytest.mark.django_db(transaction=True)
 def test_a_committed_write_renders_the_page_again():
     needs_postgres()
-    node = a_node()
-    client = signed_in(make_operator())
-    url = reverse("backoffice_nodes:detail", args=[node.name])
+    client, url = node_page()
     until_served(lambda: client.get(url, **EN))
 
-    Node.objects.filter(pk=node.pk).update(agent_dir="/srv/another-dir")  # committed
+    Node.objects.filter(name="gpu-a").update(agent_dir="/srv/another-dir")  # committed
 
     again = client.get(url, **EN)
     assert not served(again)
@@ -137,9 +141,7 @@ def test_a_committed_write_renders_the_page_again():
 @pytest.mark.django_db(transaction=True)
 def test_the_token_of_a_kept_copy_is_the_requests_own_and_accepted():
     needs_postgres()
-    node = a_node()
-    client = signed_in(make_operator(), enforce_csrf_checks=True)
-    url = reverse("backoffice_nodes:detail", args=[node.name])
+    client, url = node_page(enforce_csrf_checks=True)
     _rendered, second = until_served(lambda: client.get(url, **EN))
     (token,) = tokens(second)
     secret = client.cookies["csrftoken"].value
@@ -156,10 +158,8 @@ def test_the_token_of_a_kept_copy_is_the_requests_own_and_accepted():
 @pytest.mark.django_db(transaction=True)
 def test_copies_are_never_shared_between_sessions_or_accounts():
     needs_postgres()
-    node = a_node()
     operator = make_operator()
-    url = reverse("backoffice_nodes:detail", args=[node.name])
-    first = signed_in(operator)
+    first, url = node_page(operator)
     until_served(lambda: first.get(url, **EN))
     # The same account in another browser, and another operator: each renders its own.
     assert not served(signed_in(operator).get(url, **EN))
@@ -172,9 +172,7 @@ def test_copies_are_never_shared_between_sessions_or_accounts():
 @pytest.mark.django_db(transaction=True)
 def test_a_copy_is_used_for_at_most_the_setting_by_the_project_clock(settings):
     needs_postgres()
-    node = a_node()
-    client = signed_in(make_operator())
-    url = reverse("backoffice_nodes:detail", args=[node.name])
+    client, url = node_page()
     # A copy 4.9 s old is served (asked again from a new copy while another worker's write
     # made it stale).
     for attempt in range(ATTEMPTS):
@@ -199,9 +197,7 @@ def test_a_copy_is_used_for_at_most_the_setting_by_the_project_clock(settings):
 @pytest.mark.django_db(transaction=True)
 def test_waiting_messages_and_posts_get_the_view():
     needs_postgres()
-    node = a_node()
-    client = signed_in(make_operator())
-    url = reverse("backoffice_nodes:detail", args=[node.name])
+    client, url = node_page()
     until_served(lambda: client.get(url, **EN))
     client.cookies["messages"] = "anything"
     assert not served(client.get(url, **EN))
@@ -214,10 +210,8 @@ def test_waiting_messages_and_posts_get_the_view():
 @pytest.mark.django_db(transaction=True)
 def test_a_revoked_permission_refuses_the_page_a_copy_was_kept_of():
     needs_postgres()
-    node = a_node()
     operator = make_operator()
-    client = signed_in(operator)
-    url = reverse("backoffice_nodes:detail", args=[node.name])
+    client, url = node_page(operator)
     until_served(lambda: client.get(url, **EN))
     operator.user_permissions.remove(
         Permission.objects.get(content_type__app_label="provisioning", codename="operate_rentals")
@@ -228,9 +222,7 @@ def test_a_revoked_permission_refuses_the_page_a_copy_was_kept_of():
 @pytest.mark.django_db
 def test_nothing_is_kept_inside_a_transaction_nor_on_sqlite():
     # The test's own transaction: its writes would not move the snapshot.
-    node = a_node()
-    client = signed_in(make_operator())
-    url = reverse("backoffice_nodes:detail", args=[node.name])
+    client, url = node_page()
     client.get(url, **EN)
     assert not served(client.get(url, **EN))
     assert signedpages.database_snapshot() is None
@@ -241,9 +233,7 @@ def test_nothing_is_kept_inside_a_transaction_nor_on_sqlite():
 def test_sqlite_keeps_nothing():
     if connection.vendor != "sqlite":
         pytest.skip("the SQLite case")
-    node = a_node()
-    client = signed_in(make_operator())
-    url = reverse("backoffice_nodes:detail", args=[node.name])
+    client, url = node_page()
     client.get(url, **EN)
     assert not served(client.get(url, **EN))
     assert signedpages.database_snapshot() is None
