@@ -13,16 +13,26 @@ from kernodeck.backoffice import audit_targets
 from kernodeck.core import signedpages
 from kernodeck.core.models import AuditEvent
 
+# The actor's columns the list does not show: all but its key and e-mail.
+_ACTOR = AuditEvent._meta.get_field("actor").related_model
+_ACTOR_UNSHOWN = tuple(
+    f"actor__{field.name}"
+    for field in _ACTOR._meta.concrete_fields
+    if field.name not in (_ACTOR._meta.pk.name, _ACTOR.EMAIL_FIELD)
+)
+
 
 class AuditChangeList(ChangeList):
     """Each row of the page gets its target's words, read once for the page. The events'
-    before/after/data (JSON the list never shows) are not read for it."""
+    before/after/data (JSON the list never shows) are not read for it, nor of the actor's
+    account more than its key and e-mail (all the row shows of it: `str(user)`), not its
+    password hash, names and dates."""
 
     def get_queryset(self, request, exclude_parameters=None):
         return (
             super()
             .get_queryset(request, exclude_parameters=exclude_parameters)
-            .defer("before", "after", "data")
+            .defer("before", "after", "data", *_ACTOR_UNSHOWN)
         )
 
     def get_results(self, request):

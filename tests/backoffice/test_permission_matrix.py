@@ -11,9 +11,12 @@ from decimal import Decimal
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
+from django.contrib import admin
+from django.contrib.admin import AdminSite
 from django.contrib.auth.models import Group, Permission
-from django.test import Client
+from django.test import Client, RequestFactory
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import translation
 
 from kernodeck.accounts import services as account_services
 from kernodeck.core.models import AuditEvent
@@ -413,3 +416,45 @@ def test_the_header_links_the_review_queue_only_to_reviewers():
 
     assert f'href="{queue}"' not in without
     assert f'href="{queue}"' in reviewer
+
+
+def _apps_shown(apps) -> list:
+    return [
+        (
+            str(app["name"]),
+            app["app_url"],
+            [(str(m["name"]), m["admin_url"], m["add_url"], m["perms"]) for m in app["models"]],
+        )
+        for app in apps
+    ]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("language", ["en", "es"])
+def test_the_kept_app_list_is_the_admins_for_each_account_and_its_permissions(language):
+    """The site keeps each list of apps and models it made (sites.py `_apps`): every
+    account gets the one Django's admin makes for its permissions, in its language, also
+    after a permission is given."""
+
+    def request_of(user):
+        request = RequestFactory().get("/backoffice/")
+        request.user = user
+        return request
+
+    auditor = make_user(staff=True)
+    auditor.user_permissions.add(Permission.objects.get(codename="view_auditevent"))
+    reviewer = make_user(staff=True)
+    reviewer.user_permissions.add(Permission.objects.get(codename="review_payment"))
+    boss = make_user(staff=True, is_superuser=True)
+    with translation.override(language):
+        for user in (auditor, reviewer, boss, auditor):
+            for _ in range(2):
+                kept = admin.site.get_app_list(request_of(user))
+                made = AdminSite.get_app_list(admin.site, request_of(user))
+                assert _apps_shown(kept) == _apps_shown(made)
+        before = _apps_shown(admin.site.get_app_list(request_of(auditor)))
+        auditor.user_permissions.add(Permission.objects.get(codename="view_ledgerentry"))
+        auditor = type(auditor).objects.get(pk=auditor.pk)  # permissions read again
+        after = _apps_shown(admin.site.get_app_list(request_of(auditor)))
+        assert after != before
+        assert after == _apps_shown(AdminSite.get_app_list(admin.site, request_of(auditor)))
