@@ -337,13 +337,18 @@ class PageCacheMiddleware:
     @staticmethod
     def _serve(request, page: Page):
         request.resolver_match = page.resolver_match  # the metrics' route label
-        body = page.body
-        if PLACEHOLDER_BYTES in body:
-            body = body.replace(PLACEHOLDER_BYTES, csrf_token(request).encode("ascii"))
-        response = HttpResponse(body)
-        for name, value in page.headers:
-            response.headers[name] = value
-        return response
+        return stored_answer(request, page.body, page.headers)
+
+
+def stored_answer(request, body: bytes, headers) -> HttpResponse:
+    """A stored page's answer: its body, the placeholder where it shows one replaced by the
+    request's own token, and the view's headers (`headers`: name and value pairs)."""
+    if PLACEHOLDER_BYTES in body:
+        body = body.replace(PLACEHOLDER_BYTES, csrf_token(request).encode("ascii"))
+    response = HttpResponse(body)
+    for name, value in headers:
+        response.headers[name] = value
+    return response
 
 
 def _cookieless(request) -> bool:

@@ -165,18 +165,6 @@ def _storable(request, response) -> bool:
     return not getattr(messages, "added_new", False)
 
 
-def _answer(request, copy: Copy) -> HttpResponse:
-    body = copy.body
-    if pagecache.PLACEHOLDER_BYTES in body:
-        body = body.replace(
-            pagecache.PLACEHOLDER_BYTES, pagecache.csrf_token(request).encode("ascii")
-        )
-    response = HttpResponse(body)
-    for name, value in copy.headers:
-        response.headers[name] = value
-    return response
-
-
 def kept(request, render) -> HttpResponse:
     """`render()`'s answer to `request`, or the copy kept of it while the database is
     unchanged (see the module's docstring); `render` is the view, called without arguments."""
@@ -195,7 +183,7 @@ def kept(request, render) -> HttpResponse:
     ):
         _kept.touch(key)
         request.signed_page_copy = True  # for the tests and the bench: a kept copy answered
-        return _answer(request, copy)
+        return pagecache.stored_answer(request, copy.body, copy.headers)
     request._signed_page = True  # the CSRF token is the placeholder while it renders
     try:
         response = render()
