@@ -12,14 +12,21 @@ Allocated slots (live rentals) are not free; ended rentals released theirs. Call
 act on the figure lock the offer row first (`orders.locks.lock_offer`).
 """
 
-from collections import defaultdict
-
-from django.db.models import Count, Exists, OuterRef, Sum
+from django.db.models import (
+    Count,
+    Exists,
+    ExpressionWrapper,
+    IntegerField,
+    OuterRef,
+    Subquery,
+    Sum,
+)
+from django.db.models.functions import Coalesce
 
 from kernodeck.catalog.models import Offer
 from kernodeck.core import clock
 from kernodeck.orders.models import RELEASED_RENTAL_STATES, Order, PaymentState
-from kernodeck.provisioning.models import Allocation, GpuSlot, NodeState
+from kernodeck.provisioning.models import Allocation, GpuSlot, Node, NodeState
 
 
 def _live_allocation():
@@ -42,49 +49,68 @@ def orders_on_hold():
     )
 
 
-def _units_by_offer(queryset, offer_ids) -> dict[int, int]:
-    rows = queryset.filter(offer_id__in=offer_ids).values("offer_id").annotate(n=Sum("units"))
-    return {row["offer_id"]: row["n"] for row in rows}
-
-
-def free_units_on_nodes(*, offer_ids, per_unit: dict[int, int] | None = None) -> dict[int, int]:
-    """Whole units that fit in the free slots of available nodes, per offer id.
-
-    `per_unit` (offer id -> GPUs per unit) saves a query when the caller has the offers.
-    """
-    if per_unit is None:
-        per_unit = dict(Offer.objects.filter(pk__in=offer_ids).values_list("pk", "gpus_per_unit"))
-    free = (
-        GpuSlot.objects.filter(node__offer_id__in=offer_ids, node__state=NodeState.AVAILABLE)
-        .exclude(Exists(Allocation.objects.filter(slot=OuterRef("pk"), released_at=None)))
-        .values("node_id", "node__offer_id")
-        .annotate(n=Count("id"))
+def _units_of_orders(queryset):
+    """The units of `queryset`'s orders of the outer offer (0 when none), as a subquery."""
+    total = (
+        queryset.filter(offer_id=OuterRef("pk"))
         .order_by()
+        .values("offer_id")
+        .annotate(n=Sum("units"))
+        .values("n")
     )
-    units = defaultdict(int)
-    for row in free:
-        offer_id = row["node__offer_id"]
-        units[offer_id] += row["n"] // per_unit[offer_id]
-    return dict(units)
+    return Coalesce(Subquery(total, output_field=IntegerField()), 0)
+
+
+def _units_on_nodes():
+    """Whole units that fit in the free slots of the outer offer's available nodes, node
+    by node (a unit's GPUs sit on one node), as a subquery."""
+    free_slots = (
+        GpuSlot.objects.filter(node_id=OuterRef("pk"))
+        .exclude(Exists(Allocation.objects.filter(slot=OuterRef("pk"), released_at=None)))
+        .order_by()
+        .values("node_id")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    units_per_node = Coalesce(Subquery(free_slots, output_field=IntegerField()), 0) / OuterRef(
+        "gpus_per_unit"
+    )
+    total = (
+        Node.objects.filter(offer_id=OuterRef("pk"), state=NodeState.AVAILABLE)
+        .annotate(units=ExpressionWrapper(units_per_node, output_field=IntegerField()))
+        .order_by()
+        .values("offer_id")
+        .annotate(n=Sum("units"))
+        .values("n")
+    )
+    return Coalesce(Subquery(total, output_field=IntegerField()), 0)
 
 
 def units_available_by_offer(*, offer_ids=None, offers=None) -> dict[int, int]:
     """Units orderable right now, for each offer id (every id present, never negative).
 
-    Give the loaded `offers` instead of their ids to save the query for their unit sizes.
+    One statement, so one snapshot: a settlement (held units become waiting ones) or an
+    allocation (waiting units take free slots) committed while the figure is read moves
+    units between its terms in one step and never shows them in two places or none. Read
+    term by term, an allocation committed between the free slots and the waiting orders
+    counted the same units free twice, and a lapsed order could be settled on them
+    (tests/orders/test_capacity_snapshot.py). `offers`, the loaded offers, may be given
+    instead of their ids.
     """
-    per_unit = None
     if offers is not None:
-        per_unit = {offer.pk: offer.gpus_per_unit for offer in offers}
-        offer_ids = list(per_unit)
+        offer_ids = [offer.pk for offer in offers]
     offer_ids = list(offer_ids)
-    free = free_units_on_nodes(offer_ids=offer_ids, per_unit=per_unit)
-    waiting = _units_by_offer(orders_waiting_for_slots(), offer_ids)
-    held = _units_by_offer(orders_on_hold(), offer_ids)
-    return {
-        offer_id: max(0, free.get(offer_id, 0) - waiting.get(offer_id, 0) - held.get(offer_id, 0))
-        for offer_id in offer_ids
-    }
+    rows = (
+        Offer.objects.filter(pk__in=offer_ids)
+        .annotate(
+            free=_units_on_nodes(),
+            waiting=_units_of_orders(orders_waiting_for_slots()),
+            held=_units_of_orders(orders_on_hold()),
+        )
+        .values_list("pk", "free", "waiting", "held")
+    )
+    found = {pk: max(0, free - waiting - held) for pk, free, waiting, held in rows}
+    return {offer_id: found.get(offer_id, 0) for offer_id in offer_ids}
 
 
 def units_free(*, offer) -> int:
