@@ -7,7 +7,9 @@ from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 
 from kernodeck.orders.models import Order
+from kernodeck.orders.selectors import order_references
 from kernodeck.payments.models import PaymentIntent, Transfer
+from kernodeck.payments.selectors import intent_order_references
 
 ORDER = "orders.order"
 INTENT = "payments.paymentintent"
@@ -56,32 +58,22 @@ def _model_name(target_type: str) -> str:
 
 
 def target_labels(events) -> dict[tuple[str, str], str]:
-    """(target_type, target_id) -> words, for a page of events (at most two queries)."""
+    """(target_type, target_id) -> words, for a page of events or AuditListRows (at most
+    two queries, each a fixed statement)."""
     events = list(events)
-    intent_ids = _ids(events, INTENT)
     intents = {}
-    if intent_ids:
-        valid = []
-        for value in intent_ids:
-            try:
-                valid.append(PaymentIntent._meta.pk.to_python(value))
-            except Exception:  # noqa: S112 - a malformed id keeps its raw form
-                continue
-        intents = {
-            str(pk): reference
-            for pk, reference in PaymentIntent.objects.filter(pk__in=valid).values_list(
-                "pk", "order__reference"
-            )
-        }
-    order_ids = _int_ids(_ids(events, ORDER, RENTAL_STEP))
-    orders = (
-        {
-            str(pk): ref
-            for pk, ref in Order.objects.filter(pk__in=order_ids).values_list("pk", "reference")
-        }
-        if order_ids
-        else {}
-    )
+    valid = []
+    for value in _ids(events, INTENT):
+        try:
+            valid.append(PaymentIntent._meta.pk.to_python(value))
+        except Exception:  # noqa: S112 - a malformed id keeps its raw form
+            continue
+    if valid:
+        intents = {str(pk): reference for pk, reference in intent_order_references(valid).items()}
+    orders = {
+        str(pk): reference
+        for pk, reference in order_references(_int_ids(_ids(events, ORDER, RENTAL_STEP))).items()
+    }
     # Each message translated once for the page, not once per event.
     of_order = _("Order %(reference)s")
     rental_of = _("Rental of order %(reference)s")

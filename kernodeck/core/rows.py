@@ -216,6 +216,19 @@ def lock_clause(of: tuple[str, ...] = ()) -> str:
     return clause
 
 
+def one_of(column: str, vendor: str) -> str:
+    """`column` is one of a list given as one parameter (`list_param`): a fixed statement
+    for any number of keys (PostgreSQL: an array; SQLite: a JSON array)."""
+    if vendor == "postgresql":
+        return f"{column} = ANY(%s)"
+    return f"{column} IN (SELECT value FROM json_each(%s))"  # noqa: S608 - a column name
+
+
+def list_param(values: list, vendor: str):
+    """The parameter of `one_of`: the keys as the database reads them."""
+    return values if vendor == "postgresql" else json.dumps(values)
+
+
 def datetime_param(value):
     return connection.ops.adapt_datetimefield_value(value)
 

@@ -301,6 +301,37 @@ def intents_for_order(*, order):
     return order.intents.select_related("method").order_by("-created_at")
 
 
+_INTENT_KEY = rows.Columns(PaymentIntent, "i", ("id",))
+
+
+@functools.cache
+def _order_references_statement(vendor: str) -> str:
+    # Written once per database: the names come from the models, never from input.
+    quote = connection.ops.quote_name
+    orders = quote(PaymentIntent.order.field.related_model._meta.db_table)
+    return (
+        f"SELECT i.{quote('id')}, o.{quote('reference')} "  # noqa: S608
+        f"FROM {quote(PaymentIntent._meta.db_table)} i "
+        f"LEFT JOIN {orders} o ON o.{quote('id')} = i.{quote('order_id')} "
+        f"WHERE {rows.one_of('i.' + quote('id'), vendor)}"
+    )
+
+
+def intent_order_references(intent_ids: list[uuid.UUID]) -> dict[uuid.UUID, str | None]:
+    """For each of these payments that exists, the reference of the order it pays (None
+    for a top-up's or an extension's), by payment id: one statement written once for any
+    number of payments."""
+    if not intent_ids:
+        return {}
+    vendor, key = connection.vendor, PaymentIntent._meta.pk
+    keys = [key.get_db_prep_value(pk, connection) for pk in intent_ids]
+    with rows.prepared_cursor() as cursor:
+        cursor.execute(_order_references_statement(vendor), [rows.list_param(keys, vendor)])
+        found = cursor.fetchall()
+    convert = _INTENT_KEY.converter(connection)
+    return {convert((pk,))[0]: reference for pk, reference in found}
+
+
 _INTENT = rows.Columns(PaymentIntent, "i", epoch_datetimes=True)
 _INTENT_METHOD = rows.Columns(PaymentMethod, "m", epoch_datetimes=True)
 

@@ -129,44 +129,90 @@ def test_the_moments_are_written_as_dateformat_writes_them(language, moment_form
 
 @pytest.mark.parametrize("language", ["en", "es"])
 @pytest.mark.parametrize(
-    ("moments", "query"),
+    ("moments", "query", "listed"),
     [
-        ([], ""),
-        ([(2026, 12, 3)], ""),
-        ([(2026, 12, 3), (2026, 12, 9)], ""),
-        ([(2026, 3, 3), (2026, 12, 9)], ""),
-        ([(2025, 3, 3), (2026, 12, 9)], ""),
-        ([(2025, 3, 3), (2026, 12, 9)], "?created_at__year=2026"),
-        ([(2026, 3, 3), (2026, 12, 9)], "?created_at__year=2026&created_at__month=12"),
-        ([(2026, 12, 9)], "?created_at__year=2026&created_at__month=12&created_at__day=9"),
-        ([(2025, 3, 3), (2026, 12, 9)], "?action=order.paid&q=order"),
+        ([], "", 1),
+        ([(2026, 12, 3)], "", 0),
+        ([(2026, 12, 3), (2026, 12, 4)], "", 0),
+        ([(2026, 12, 3), (2026, 12, 9)], "", 1),
+        ([(2026, 11, 30), (2026, 12, 9)], "", 0),
+        ([(2026, 3, 3), (2026, 12, 9)], "", 1),
+        ([(2025, 3, 3), (2026, 12, 9)], "", 0),
+        ([(2024, 3, 3), (2026, 12, 9)], "", 1),
+        ([(2025, 3, 3), (2026, 12, 9)], "?created_at__year=2026", 1),
+        ([(2026, 3, 3), (2026, 12, 9)], "?created_at__year=2026&created_at__month=12", 1),
+        ([(2026, 12, 9)], "?created_at__year=2026&created_at__month=12&created_at__day=9", 0),
+        ([(2025, 3, 3), (2026, 12, 9)], "?action=order.paid&q=order", 0),
+        ([(2024, 3, 3), (2026, 12, 9)], "?action=order.paid&q=order", 1),
     ],
 )
-def test_the_date_hierarchy_is_the_admins_own_from_the_counts_query(language, moments, query):
+def test_the_date_hierarchy_is_the_admins_own_from_the_counts_query(
+    language, moments, query, listed
+):
     """The list's first and last moments are read once, with its count, and the date
-    links are those the admin's `{% date_hierarchy %}` writes."""
-    for year, month, day in moments:
+    links are those the admin's `{% date_hierarchy %}` writes; its days, months or years
+    are read only when one may lie between the first and the last moment's (`listed`)."""
+    moments = [datetime(year, month, day, 12, tzinfo=UTC) for year, month, day in moments]
+    page, admins, queries = _date_hierarchies(language, moments, query)
+
+    assert 'class="toplinks"' in admins
+    assert admins in page
+    ranges = [q["sql"] for q in queries if "MIN(" in q["sql"] and "MAX(" in q["sql"]]
+    assert len(ranges) == (0 if "created_at__" in query else 1)
+    assert all("COUNT(" in sql for sql in ranges)
+    units = [q["sql"] for q in queries if "DISTINCT" in q["sql"] or "RECURSIVE u(" in q["sql"]]
+    assert len(units) == listed
+    if connection.vendor == "postgresql" and not query:  # the whole trail, in UTC
+        assert not any("DISTINCT" in sql for sql in units)
+
+
+@pytest.mark.parametrize(
+    ("zone", "first", "last"),
+    [
+        # One day in Madrid, two days and two years in UTC.
+        (
+            "Europe/Madrid",
+            datetime(2026, 12, 31, 23, 30, tzinfo=UTC),
+            datetime(2027, 1, 1, 0, 10, tzinfo=UTC),
+        ),
+        # Two adjacent days in Madrid, one in UTC.
+        (
+            "Europe/Madrid",
+            datetime(2026, 12, 3, 22, 30, tzinfo=UTC),
+            datetime(2026, 12, 3, 23, 10, tzinfo=UTC),
+        ),
+        # Months apart in New York, a year apart in UTC.
+        (
+            "America/New_York",
+            datetime(2026, 10, 5, 12, tzinfo=UTC),
+            datetime(2027, 1, 1, 2, tzinfo=UTC),
+        ),
+    ],
+)
+def test_the_date_hierarchy_is_the_admins_own_in_another_time_zone(zone, first, last):
+    with timezone.override(zone):
+        page, admins, _queries = _date_hierarchies("en", [first, last], "")
+
+    assert 'class="toplinks"' in admins
+    assert admins in page
+
+
+def _date_hierarchies(language, moments, query) -> tuple[str, str, list]:
+    """The page, what the admin's own `{% date_hierarchy %}` writes for its change list,
+    and the page's queries."""
+    for moment in moments:
         AuditEvent.objects.create(
-            created_at=datetime(year, month, day, 12, tzinfo=UTC),
-            action="order.paid",
-            target_type="orders.order",
-            target_id="1",
+            created_at=moment, action="order.paid", target_type="orders.order", target_id="1"
         )
     client = Client(HTTP_ACCEPT_LANGUAGE=language)
     client.force_login(make_user(staff=True, is_superuser=True))
 
     with CaptureQueriesContext(connection) as queries:
         response = client.get(AUDIT + query)
-    page = response.content.decode()
+    assert response.status_code == 200
     cl = response.context["cl"]
     with translation.override(language):
         admins = Template("{% load admin_list %}{% date_hierarchy cl %}").render(
             Context({"cl": cl, "opts": cl.opts})
         )
-
-    assert response.status_code == 200
-    assert 'class="toplinks"' in admins
-    assert admins in page
-    ranges = [q["sql"] for q in queries.captured_queries if "MIN(" in q["sql"]]
-    assert len(ranges) == (0 if "created_at__" in query else 1)
-    assert all("COUNT(" in sql for sql in ranges)
+    return response.content.decode(), admins, queries.captured_queries

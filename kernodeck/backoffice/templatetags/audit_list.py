@@ -12,6 +12,7 @@ import copy
 import html
 
 from django import template
+from django.conf import settings
 from django.contrib.admin.templatetags import admin_list
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.contrib.admin.templatetags.base import InclusionAdminNode
@@ -23,6 +24,8 @@ from django.utils.dateformat import re_escaped, re_formatchars
 from django.utils.html import conditional_escape
 from django.utils.safestring import mark_safe
 from django.utils.translation import get_language
+
+from kernodeck.core.selectors import audit_trail_units
 
 register = template.Library()
 
@@ -62,22 +65,37 @@ def audit_date_hierarchy_tag(parser, token):
 def _date_hierarchy(cl):
     """The admin's date_hierarchy, without reading the list's first and last moments again
     (AuditChangeList.date_range): given the year and month it would find in them (its
-    links drop every date parameter, so they are the same), or its list of years."""
+    links drop every date parameter, so they are the same), or its list of years. The
+    days, months or years it lists are read only when one may lie strictly between the
+    first and the last moment's (`_known_units`), and then, for the whole trail, by
+    stepping through the moments' index where that is exact (`audit_trail_units`)."""
     date_range = getattr(cl, "date_range", None)
     if date_range is None:
         return admin_list.date_hierarchy(cl)
     field = cl.date_hierarchy
+    moments = isinstance(get_fields_from_path(cl.model, field)[-1], models.DateTimeField)
     first, last = date_range
     if first and last:
         first, last = (timezone.localtime(v) if timezone.is_aware(v) else v for v in date_range)
         if first.year == last.year:
             known = copy.copy(cl)
             known.params = {**cl.params, f"{field}__year": first.year}
+            unit = "month"
             if first.month == last.month:
                 known.params[f"{field}__month"] = first.month
+                unit = "day"
+            units = _known_units(first, last, unit) if moments else None
+            if units is None and getattr(cl, "whole_trail", False):
+                units = audit_trail_units(unit)
+            if units is not None:
+                known.queryset = _Units(units)
             return admin_list.date_hierarchy(known)
-    moments = isinstance(get_fields_from_path(cl.model, field)[-1], models.DateTimeField)
     kind = "datetimes" if moments else "dates"
+    years = _known_units(first, last, "year") if moments and first and last else None
+    if years is None and getattr(cl, "whole_trail", False):
+        years = audit_trail_units("year")
+    if years is None:
+        years = getattr(cl.queryset, kind)(field, "year")
     return {
         "show": True,
         "back": None,
@@ -86,9 +104,43 @@ def _date_hierarchy(cl):
                 "link": cl.get_query_string({f"{field}__year": str(year.year)}, [f"{field}__"]),
                 "title": str(year.year),
             }
-            for year in getattr(cl.queryset, kind)(field, "year")
+            for year in years
         ],
     }
+
+
+def _known_units(first, last, unit: str) -> list | None:
+    """What `queryset.datetimes(field, unit)` answers for a list whose first and last
+    moments (local, of the same month for days and the same year for months) are these,
+    when it holds no other: both moments' own, where no day, month or year lies strictly
+    between them (the same or the next one); None where one may."""
+    if unit == "day":
+        apart, truncate = last.day - first.day, {"hour": 0}
+    elif unit == "month":
+        apart, truncate = last.month - first.month, {"day": 1, "hour": 0}
+    else:
+        apart, truncate = last.year - first.year, {"month": 1, "day": 1, "hour": 0}
+    if apart > 1:
+        return None
+    # As the ORM's Trunc gives them: the start of each, in the current time zone.
+    zone = timezone.get_current_timezone() if settings.USE_TZ else None
+    units = []
+    for moment in (first, last)[: apart + 1]:
+        units.append(
+            moment.replace(**truncate, minute=0, second=0, microsecond=0, tzinfo=zone, fold=0)
+        )
+    return units
+
+
+class _Units:
+    """A list's days, months or years already known, in place of the queryset the admin's
+    date_hierarchy would ask for them."""
+
+    def __init__(self, units: list):
+        self._units = units
+
+    def datetimes(self, field_name: str, kind: str) -> list:
+        return self._units
 
 
 @register.simple_tag(takes_context=True)
@@ -126,14 +178,21 @@ def audit_nav_sidebar(context) -> str:
     return sidebar
 
 
+def writes_own_rows(cl) -> bool:
+    """Whether `{% audit_result_list %}` writes this change list's rows itself (the audit
+    trail's columns, linked by their moment; no popup, no editing), from AuditListRow
+    values (AuditChangeList reads them so where this is true)."""
+    return (
+        list(cl.list_display) == COLUMNS
+        and list(cl.list_display_links or ()) == COLUMNS[:1]
+        and not cl.list_editable
+        and not cl.is_popup
+        and not cl.to_field
+    )
+
+
 def _rows(cl) -> list:
-    if (
-        list(cl.list_display) != COLUMNS
-        or list(cl.list_display_links or ()) != COLUMNS[:1]
-        or cl.formset
-        or cl.is_popup
-        or cl.to_field
-    ):
+    if not getattr(cl, "rows_are_values", False):
         return list(admin_list.results(cl))
     admin = cl.model_admin
     empty = admin.get_empty_value_display()
@@ -153,15 +212,16 @@ def _rows(cl) -> list:
             return empty
         return _escape(value)
 
+    words = cl.target_words
     rows = [
-        f'<th class="field-created_at nowrap"><a href="{before}{event.pk}{after}">'
-        f"{moment(event.created_at)}</a></th>"
-        f'<td class="field-action">{text(event.action)}</td>'
-        f'<td class="field-target">{text(admin.target(event))}</td>'
+        f'<th class="field-created_at nowrap"><a href="{before}{row.id}{after}">'
+        f"{moment(row.created_at)}</a></th>"
+        f'<td class="field-action">{text(row.action)}</td>'
+        f'<td class="field-target">{text(words[row.target_type, row.target_id])}</td>'
         '<td class="field-actor nowrap">'
-        f"{empty if event.actor is None else _escape(event.actor)}</td>"
-        f'<td class="field-ip_address">{text(event.ip_address)}</td>'
-        for event in cl.result_list
+        f"{empty if row.actor_id is None else _escape(row.actor_email)}</td>"
+        f'<td class="field-ip_address">{text(row.ip_address)}</td>'
+        for row in cl.result_list
     ]
     if not rows:
         return []
@@ -232,10 +292,15 @@ def _moment_writer(moment_format: str, empty: str):
             texts.append(text)
         return conditional_escape("".join(texts))
 
+    # template_localtime's zone, found once for the page.
+    zone = timezone.get_current_timezone() if settings.USE_TZ else None
+
     def moment(value) -> str:
         if not value:
             return empty
-        local = timezone.template_localtime(value)
+        local = value
+        if zone is not None and value.utcoffset() is not None:
+            local = value.astimezone(zone)
         if not by_minute:
             return write(local)
         key = (

@@ -4,7 +4,6 @@ Reads for staff pages and the staff API only; nothing here is shown to a custome
 """
 
 import functools
-import json
 from datetime import datetime
 from typing import NamedTuple
 
@@ -239,18 +238,6 @@ class DeskRental(NamedTuple):
 _DESK_RENTAL = rows.Columns(Order, "o", DeskRental._fields[:-1], epoch_datetimes=True)
 
 
-def _one_of(column: str, vendor: str) -> str:
-    """`column` is one of a list given as one parameter (`_list_param`): a fixed statement
-    for any number of keys (PostgreSQL: an array; SQLite: a JSON array)."""
-    if vendor == "postgresql":
-        return f"{column} = ANY(%s)"
-    return f"{column} IN (SELECT value FROM json_each(%s))"  # noqa: S608 - a column name
-
-
-def _list_param(values: list, vendor: str):
-    return values if vendor == "postgresql" else json.dumps(values)
-
-
 @functools.cache
 def _desk_statements(vendor: str) -> tuple[str, str, str]:
     """The desk page's three statements (its rentals; the live allocations of a list of
@@ -272,12 +259,12 @@ def _desk_statements(vendor: str) -> tuple[str, str, str]:
         f"SELECT a.order_id, n.name, s.{index} FROM {table[Allocation]} a "  # noqa: S608
         f"INNER JOIN {table[GpuSlot]} s ON s.id = a.slot_id "
         f"INNER JOIN {table[Node]} n ON n.id = s.node_id "
-        f"WHERE a.released_at IS NULL AND {_one_of('a.order_id', vendor)} "
+        f"WHERE a.released_at IS NULL AND {rows.one_of('a.order_id', vendor)} "
         f"ORDER BY a.order_id, n.name, s.{index}"
     )
     keys = (
         f"SELECT k.user_id, k.fingerprint FROM {table[SshKey]} k "  # noqa: S608
-        f"WHERE {_one_of('k.user_id', vendor)} ORDER BY k.user_id, k.created_at, k.id"
+        f"WHERE {rows.one_of('k.user_id', vendor)} ORDER BY k.user_id, k.created_at, k.id"
     )
     return rentals, allocations, keys
 
@@ -300,9 +287,9 @@ def desk_page_rows(*, state: str = "", limit: int = 300) -> list[dict]:
             return []
         order_ids = [row[0] for row in found]
         owner_ids = sorted({row[2] for row in found})
-        cursor.execute(allocations_sql, [_list_param(order_ids, vendor)])
+        cursor.execute(allocations_sql, [rows.list_param(order_ids, vendor)])
         allocated = cursor.fetchall()
-        cursor.execute(keys_sql, [_list_param(owner_ids, vendor)])
+        cursor.execute(keys_sql, [rows.list_param(owner_ids, vendor)])
         fingerprints = cursor.fetchall()
     convert, make = _DESK_RENTAL.converter(connection), DeskRental._make
     rentals = [make([*convert(row[:-1]), row[-1]]) for row in found]
