@@ -2,7 +2,7 @@
 """The chain watcher's benchmark: one pass over N open payment instructions.
 
     python3 bench/watcher.py [--intents 1000 10000 20000]
-                             [--modes address block outage flood solana tron tronblocks]
+                             [--modes address aged block outage flood solana tron tronblocks]
                              [--repeat 3]
 
 Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres) and uses ./.venv (run
@@ -16,7 +16,11 @@ is shown; in block mode, after the pass that polls the new intents once). It pri
 table per mode: open intents, pass seconds, HTTP requests, SQL statements, peak RSS of the pass's
 process (MiB: Django, the intents loaded, the answers), and how much the pass grows when the
 open intents double. Modes: `address` polls each address (KERNODECK_WATCH_BLOCK_SCAN=off;
-from its cursor: its counters, and its history only when they moved), `block` scans the new
+from its cursor: its counters, and its history only when they moved; in turns within
+KERNODECK_WATCH_POLL_BUDGET, all of them made just before the pass), `aged` is the same
+with the instructions' ages spread over their 30 minutes (AGED_SPAN: created one after the
+other as a steady flow of customers leaves them, so some are near their expiry and a few
+are new), `block` scans the new
 block against the watched addresses (the default), `solana` polls N open SOL instructions by
 reference through the shared recipient's signatures since its cursor (the same server
 answers Solana JSON-RPC: one new signature per block, touching the recipient, paying none of
@@ -67,6 +71,9 @@ IDLE_STATS = {
 FLOOD_TXS = 1500
 OUTAGE_BLOCKS = 7
 BLOCK_MODES = ("block", "outage", "flood", "tronblocks")
+# `aged` mode: the n-th instruction was made n % AGED_SPAN seconds before the others began
+# (about 5.7 a second at 10 000), and expires 30 minutes after it was made.
+AGED_SPAN = 29 * 60
 # `tronblocks` mode: Tron's block scan. Each block holds TRON_BLOCK_TXS transactions paying
 # strangers (about mainnet's: two thirds TRX transfers, a third USDT transfer() calls, each
 # shaped and sized like the node's), and TRON_PASS_BLOCKS blocks come before each pass
@@ -451,6 +458,11 @@ def _bulk_create_intents(wanted: int, network: str = "bitcoin") -> None:
     code = {"solana": "sol-solana", "tron": "trx-tron"}.get(network, "btc-bitcoin")
     method = PaymentMethod.objects.get(code=code)
     now = clock.now()
+    aged = os.environ.get("KERNODECK_BENCH_WATCHER_AGED") == "1"
+
+    def made(n: int):
+        return now - timedelta(seconds=n % AGED_SPAN) if aged else now
+
     for start in range(have, wanted, 2000):
         numbers = range(start, min(start + 2000, wanted))
         topups = TopUp.objects.bulk_create(
@@ -473,8 +485,8 @@ def _bulk_create_intents(wanted: int, network: str = "bitcoin") -> None:
                 rate_source="bench",
                 rate_fetched_at=now,
                 uri=f"bitcoin:bc1qbench{n:030d}",
-                created_at=now,
-                expires_at=now + timedelta(minutes=30),
+                created_at=made(n),
+                expires_at=made(n) + timedelta(minutes=30),
                 monitor_until=now + timedelta(days=1),
             )
             for n, topup in zip(numbers, topups, strict=True)
@@ -503,6 +515,7 @@ def environment(esplora_url: str, mode: str) -> dict[str, str]:
             "KERNODECK_SOLANA_RECIPIENT": RECIPIENT,
             "KERNODECK_WATCH_BLOCK_SCAN": "on" if mode in BLOCK_MODES else "off",
             "KERNODECK_BENCH_WATCHER_FLOOD": "1" if mode == "flood" else "0",
+            "KERNODECK_BENCH_WATCHER_AGED": "1" if mode == "aged" else "0",
         }
     )
     return env
@@ -587,8 +600,8 @@ def report(argv: list[str]) -> str:
     parser.add_argument(
         "--modes",
         nargs="+",
-        choices=["address", "block", "outage", "flood", "solana", "tron", "tronblocks"],
-        default=["address", "block", "outage", "flood", "solana", "tron", "tronblocks"],
+        choices=["address", "aged", "block", "outage", "flood", "solana", "tron", "tronblocks"],
+        default=["address", "aged", "block", "outage", "flood", "solana", "tron", "tronblocks"],
     )
     args = parser.parse_args(argv)
     server, url = start_esplora()

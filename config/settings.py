@@ -421,6 +421,11 @@ KERNODECK_PAYMENT_REVERSER = "kernodeck.settlement.reversal.payment_reversed"
 KERNODECK_WATCH_CONCURRENCY = int(os.environ.get("KERNODECK_WATCH_CONCURRENCY", 8))
 # Seconds between polls of the intents kept only for late payments (expired, under review).
 KERNODECK_WATCH_LATE_INTERVAL = int(os.environ.get("KERNODECK_WATCH_LATE_INTERVAL", 300))
+# Addresses a polling pass of Bitcoin, Litecoin or Tron polls (one request or two each):
+# those every pass needs (near their expiry, paid, asked to be looked at again) and open
+# ones in turn up to this many (docs/architecture.md, "Address polling in turns"). 0: every
+# open instruction on every pass.
+KERNODECK_WATCH_POLL_BUDGET = int(os.environ.get("KERNODECK_WATCH_POLL_BUDGET", 1000))
 # Bitcoin and Litecoin: scan new blocks (and new mempool transactions) for our addresses
 # instead of polling every address on every pass (docs/architecture.md, "Block scanning").
 KERNODECK_WATCH_BLOCK_SCAN = env_bool("KERNODECK_WATCH_BLOCK_SCAN", True)
@@ -444,10 +449,14 @@ if KERNODECK_TRON_SWEEP_ADDRESSES < 0:
 KERNODECK_WATCH_PASS_DEADLINE = float(os.environ.get("KERNODECK_WATCH_PASS_DEADLINE", 120))
 if KERNODECK_WATCH_PASS_DEADLINE <= 0:
     raise ImproperlyConfigured("KERNODECK_WATCH_PASS_DEADLINE must be a positive number.")
-if KERNODECK_WATCH_CONCURRENCY < 1 or KERNODECK_WATCH_LATE_INTERVAL < 0:
+if (
+    KERNODECK_WATCH_CONCURRENCY < 1
+    or KERNODECK_WATCH_LATE_INTERVAL < 0
+    or KERNODECK_WATCH_POLL_BUDGET < 0
+):
     raise ImproperlyConfigured(
         "KERNODECK_WATCH_CONCURRENCY must be at least 1; "
-        "KERNODECK_WATCH_LATE_INTERVAL must not be negative."
+        "KERNODECK_WATCH_LATE_INTERVAL and KERNODECK_WATCH_POLL_BUDGET must not be negative."
     )
 KERNODECK_PAYMENT_EXPIRY_SECONDS = int(os.environ.get("KERNODECK_PAYMENT_EXPIRY_SECONDS", 1800))
 KERNODECK_MONITOR_SECONDS = int(os.environ.get("KERNODECK_MONITOR_SECONDS", 24 * 60 * 60))

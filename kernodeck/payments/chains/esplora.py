@@ -121,6 +121,9 @@ class EsploraAdapter:
     """Credits to our receive addresses on Bitcoin or Litecoin, read from an Esplora API."""
 
     reorg_depth = REORG_DEPTH
+    # Its address polling asks per address (no multi-address route): a pass may poll them
+    # in turns (watching.rotation).
+    polls_each_address = True
 
     def __init__(
         self,

@@ -140,6 +140,8 @@ class TronAdapter:
     """Credits in TRX and TRC-20 tokens to our addresses, read from TronGrid."""
 
     network = "tron"
+    # Its address polling asks per address (two lists each): a pass may poll them in turns.
+    polls_each_address = True
 
     def __init__(
         self,

@@ -142,6 +142,9 @@ class ChainState(models.Model):
     scanned_blocks = models.JSONField(default=list, blank=True, verbose_name=_("scanned blocks"))
     # When the intents kept only for late payments were last polled address by address.
     late_polled_at = models.DateTimeField(null=True, blank=True, verbose_name=_("late polled at"))
+    # Address polling in turns (watching.rotation): the id of the last open intent polled
+    # in turn; the next pass goes on with the ones after it.
+    rotation_after = models.UUIDField(null=True, blank=True, verbose_name=_("rotation after"))
     last_success_at = models.DateTimeField(
         null=True, blank=True, verbose_name=_("last success at")
     )

@@ -20,6 +20,8 @@ One module per step, every name callers use re-exported here (`watching.watch_al
 - `tron_blocks`: Tron's block scan (the blocks since a cursor, a slow sweep of addresses);
 - `cursors`: address polling from per-key cursors (PollCursor), asking only what can
   have changed;
+- `rotation`: which intents an address-polling pass polls when a budget bounds it
+  (those correctness needs on every pass, the others in turns);
 - `storing`: transfers stored, classified, de-duplicated, marked disappeared;
 - `reconciling`: one intent's outcome recomputed and applied, the allocator called.
 

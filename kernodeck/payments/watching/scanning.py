@@ -27,6 +27,7 @@ from kernodeck.payments.models import (
     TransferKind,
 )
 from kernodeck.payments.watching import cursors as poll_cursors
+from kernodeck.payments.watching import rotation
 from kernodeck.payments.watching.storing import (
     transfers_mark_disappeared,
     transfers_store,
@@ -126,6 +127,7 @@ def _health_record(
     cursor=None,
     late_polled_at=None,
     scanned_blocks=None,
+    rotation_after=None,
     error: str = "",
 ) -> None:
     with transaction.atomic():
@@ -144,6 +146,8 @@ def _health_record(
                 state.late_polled_at = late_polled_at
             if scanned_blocks is not None:
                 state.scanned_blocks = scanned_blocks
+            if rotation_after is not None:
+                state.rotation_after = rotation_after
         state.save()
 
 
@@ -204,10 +208,16 @@ def _reorged_addresses(network: str, adapter, state, polled: set[str], now) -> s
     return moved
 
 
-def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
+def addresses_poll(network: str, adapter, state, *, now, in_turns: bool = True) -> Observed | dict:
     """Poll the watched addresses (those only kept for late payments every
     KERNODECK_WATCH_LATE_INTERVAL) and store what the chain reports; a dict report when
     the chain failed (its error is recorded).
+
+    An adapter that asks one address at a time (Esplora; Tron) polls the open ones in
+    turns within KERNODECK_WATCH_POLL_BUDGET (`rotation`: those near their expiry, paid
+    or asked about on every pass, the others in turn); `in_turns=False` polls every open
+    one, for a block scan that falls back to polling (Tron's: it skips the blocks since
+    its cursor, which only the polls cover).
 
     An adapter that scans block windows (`follows_blocks`: Ethereum) is given every
     watched address on every pass, open, late-window, closed and decided alike: its cursor
@@ -222,13 +232,20 @@ def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
     since = poll_cursors.polls_since(adapter)
     # Solana's `scan_since` reads the shared recipient once, whatever the number of targets:
     # every watched reference is given, so each payment is matched by the one it carries.
-    every = follows_blocks or late_due or (since and network == "solana")
-    polled = [i for i in intents if every or _polled_every_pass(i, now)]
+    every = follows_blocks or (since and network == "solana")
+    turn = None
+    if not every and in_turns and rotation.polls_in_turns(adapter):
+        budget = settings.KERNODECK_WATCH_POLL_BUDGET
+        turn = rotation.turn_choose(intents, state, now=now, late_due=late_due, budget=budget)
+        polled = turn.polled
+    else:
+        every = every or late_due
+        polled = [i for i in intents if every or _polled_every_pass(i, now)]
     cursor = state.cursor if state else None
     stored = poll_cursors.cursors_load(network) if since else {}
     try:
         # Network I/O, no lock held; every value is checked before anything is stored.
-        if not follows_blocks and not late_due:
+        if not follows_blocks and len(polled) < len(intents):
             # Addresses left out of this pass whose stored transfers sit in a block a reorg
             # replaced: polled now (their history says where the transfers went, if anywhere).
             moved = _reorged_addresses(network, adapter, state, {i.address for i in polled}, now)
@@ -299,12 +316,14 @@ def addresses_poll(network: str, adapter, state, *, now) -> Observed | dict:
             "cursor": result.cursor,
             "late_polled_at": now if late_due else None,
             "scanned_blocks": result.blocks,
+            "rotation_after": turn.after if turn is not None else None,
         },
         report={
             "network": network,
             "watched": len(intents),
             "polled": len(polled),
             "transfers": len(result.transfers),
+            **({"in_turn": turn.in_turn, "waiting": turn.waiting} if turn is not None else {}),
         },
         remember=(
             (

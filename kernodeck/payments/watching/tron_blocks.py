@@ -167,7 +167,8 @@ def _poll_instead(network: str, adapter, state, scan, *, now) -> Observed | dict
     scan failed (the next pass reads those blocks again)."""
     if scan is not None:
         logger.info("%s: polling every address (%s)", network, scan.fallback)
-    observed = addresses_poll(network, adapter, state, now=now)
+    # Every open address, not in turns: only the polls cover the blocks the cursor skips.
+    observed = addresses_poll(network, adapter, state, now=now, in_turns=False)
     if isinstance(observed, dict):
         return observed
     observed.health["cursor"] = scan.cursor if scan is not None else (state and state.cursor)
