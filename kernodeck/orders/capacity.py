@@ -12,19 +12,13 @@ Allocated slots (live rentals) are not free; ended rentals released theirs. Call
 act on the figure lock the offer row first (`orders.locks.lock_offer`).
 """
 
-from django.db.models import (
-    Count,
-    Exists,
-    ExpressionWrapper,
-    IntegerField,
-    OuterRef,
-    Subquery,
-    Sum,
-)
-from django.db.models.functions import Coalesce
+import functools
+
+from django.db import connection
+from django.db.models import Exists, OuterRef
 
 from kernodeck.catalog.models import Offer
-from kernodeck.core import clock
+from kernodeck.core import clock, rows
 from kernodeck.orders.models import RELEASED_RENTAL_STATES, Order, PaymentState
 from kernodeck.provisioning.models import Allocation, GpuSlot, Node, NodeState
 
@@ -49,41 +43,55 @@ def orders_on_hold():
     )
 
 
-def _units_of_orders(queryset):
-    """The units of `queryset`'s orders of the outer offer (0 when none), as a subquery."""
-    total = (
-        queryset.filter(offer_id=OuterRef("pk"))
-        .order_by()
-        .values("offer_id")
-        .annotate(n=Sum("units"))
-        .values("n")
-    )
-    return Coalesce(Subquery(total, output_field=IntegerField()), 0)
+def _literal(value: str) -> str:
+    """A value of the code's own vocabularies (a state) as an SQL literal: written into the
+    statement so that PostgreSQL matches the partial indexes of those states."""
+    return "'" + str(value).replace("'", "''") + "'"
 
 
-def _units_on_nodes():
-    """Whole units that fit in the free slots of the outer offer's available nodes, node
-    by node (a unit's GPUs sit on one node), as a subquery."""
+@functools.cache
+def _units_statement(vendor: str) -> str:
+    """The three terms of `units_available_by_offer`, per offer, in one fixed statement
+    (written once per database; names from the models, states from the code, never
+    input): parameters the offer ids (`rows.list_param`) and the moment holds are
+    counted at."""
+    quote = connection.ops.quote_name
+
+    def table(model):
+        return quote(model._meta.db_table)
+
+    def column(model, name):
+        return quote(model._meta.get_field(name).column)
+
+    live = f"{column(Allocation, 'released_at')} IS NULL"
     free_slots = (
-        GpuSlot.objects.filter(node_id=OuterRef("pk"))
-        .exclude(Exists(Allocation.objects.filter(slot=OuterRef("pk"), released_at=None)))
-        .order_by()
-        .values("node_id")
-        .annotate(n=Count("id"))
-        .values("n")
+        f"SELECT COUNT(*) FROM {table(GpuSlot)} s WHERE s.{column(GpuSlot, 'node')} = nd.id "  # noqa: S608
+        f"AND NOT EXISTS (SELECT 1 FROM {table(Allocation)} a "
+        f"WHERE a.{column(Allocation, 'slot')} = s.id AND a.{live})"
     )
-    units_per_node = Coalesce(Subquery(free_slots, output_field=IntegerField()), 0) / OuterRef(
-        "gpus_per_unit"
+    free = (
+        f"SELECT COALESCE(SUM(({free_slots}) / o.{column(Offer, 'gpus_per_unit')}), 0) "  # noqa: S608
+        f"FROM {table(Node)} nd WHERE nd.{column(Node, 'offer')} = o.id "
+        f"AND nd.{column(Node, 'state')} = {_literal(NodeState.AVAILABLE)}"
     )
-    total = (
-        Node.objects.filter(offer_id=OuterRef("pk"), state=NodeState.AVAILABLE)
-        .annotate(units=ExpressionWrapper(units_per_node, output_field=IntegerField()))
-        .order_by()
-        .values("offer_id")
-        .annotate(n=Sum("units"))
-        .values("n")
+    released = ", ".join(_literal(state) for state in sorted(RELEASED_RENTAL_STATES))
+    units, offer = column(Order, "units"), column(Order, "offer")
+    waiting = (
+        f"SELECT COALESCE(SUM(r.{units}), 0) FROM {table(Order)} r WHERE r.{offer} = o.id "  # noqa: S608
+        f"AND r.{column(Order, 'payment_state')} = {_literal(PaymentState.SETTLED)} "
+        f"AND r.{column(Order, 'rental_state')} NOT IN ({released}) "
+        f"AND NOT EXISTS (SELECT 1 FROM {table(Allocation)} a "
+        f"WHERE a.{column(Allocation, 'order')} = r.id AND a.{live})"
     )
-    return Coalesce(Subquery(total, output_field=IntegerField()), 0)
+    held = (
+        f"SELECT COALESCE(SUM(r.{units}), 0) FROM {table(Order)} r WHERE r.{offer} = o.id "  # noqa: S608
+        f"AND r.{column(Order, 'payment_state')} = {_literal(PaymentState.AWAITING_PAYMENT)} "
+        f"AND r.{column(Order, 'hold_until')} > %s"
+    )
+    return (
+        f"SELECT o.id, ({free}), ({waiting}), ({held}) FROM {table(Offer)} o "  # noqa: S608
+        f"WHERE {rows.one_of('o.id', vendor)}"
+    )
 
 
 def units_available_by_offer(*, offer_ids=None, offers=None) -> dict[int, int]:
@@ -92,24 +100,23 @@ def units_available_by_offer(*, offer_ids=None, offers=None) -> dict[int, int]:
     One statement, so one snapshot: a settlement (held units become waiting ones) or an
     allocation (waiting units take free slots) committed while the figure is read moves
     units between its terms in one step and never shows them in two places or none. Read
-    term by term, an allocation committed between the free slots and the waiting orders
-    counted the same units free twice, and a lapsed order could be settled on them
-    (tests/orders/test_capacity_snapshot.py). `offers`, the loaded offers, may be given
-    instead of their ids.
+    term by term, a settlement committed between the waiting orders and the held ones
+    left its units in neither, and a lapsed order could be settled on them
+    (tests/orders/test_capacity_snapshot.py). The statement is fixed (`_units_statement`,
+    prepared on PostgreSQL): the ORM spent more CPU writing its nested subqueries than the
+    database spent running them. `offers`, the loaded offers, may be given instead of
+    their ids; the same terms as `orders_waiting_for_slots` and `orders_on_hold`.
     """
     if offers is not None:
         offer_ids = [offer.pk for offer in offers]
     offer_ids = list(offer_ids)
-    rows = (
-        Offer.objects.filter(pk__in=offer_ids)
-        .annotate(
-            free=_units_on_nodes(),
-            waiting=_units_of_orders(orders_waiting_for_slots()),
-            held=_units_of_orders(orders_on_hold()),
+    vendor = connection.vendor
+    with rows.prepared_cursor() as cursor:
+        cursor.execute(
+            _units_statement(vendor),
+            [rows.datetime_param(clock.now()), rows.list_param(offer_ids, vendor)],
         )
-        .values_list("pk", "free", "waiting", "held")
-    )
-    found = {pk: max(0, free - waiting - held) for pk, free, waiting, held in rows}
+        found = {pk: max(0, free - waiting - held) for pk, free, waiting, held in cursor}
     return {offer_id: found.get(offer_id, 0) for offer_id in offer_ids}
 
 
