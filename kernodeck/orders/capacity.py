@@ -116,7 +116,10 @@ def units_available_by_offer(*, offer_ids=None, offers=None) -> dict[int, int]:
             _units_statement(vendor),
             [rows.datetime_param(clock.now()), rows.list_param(offer_ids, vendor)],
         )
-        found = {pk: max(0, free - waiting - held) for pk, free, waiting, held in cursor}
+        # PostgreSQL's SUM of integers is a numeric (a Decimal here): units are ints.
+        found = {
+            pk: max(0, int(free) - int(waiting) - int(held)) for pk, free, waiting, held in cursor
+        }
     return {offer_id: found.get(offer_id, 0) for offer_id in offer_ids}
 
 

@@ -88,3 +88,5 @@ def test_the_figure_is_one_statement_for_any_number_of_offers():
 
     assert len(statements) == 1
     assert free == {offers[0].pk: 1, offers[1].pk: 2, offers[2].pk: 2}
+    # Whole numbers, as every page's plural forms need (PostgreSQL's SUM is a numeric).
+    assert {type(units) for units in free.values()} == {int}
