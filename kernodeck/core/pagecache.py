@@ -418,17 +418,12 @@ class StoredPageMiddleware:
     @staticmethod
     def _serve(request, page: Page):
         request.resolver_match = page.resolver_match  # the metrics' route label
-        body = page.body
-        secret = None
-        if PLACEHOLDER_BYTES in body:
-            body = body.replace(PLACEHOLDER_BYTES, csrf_token(request).encode("ascii"))
-            secret = request.META["CSRF_COOKIE"]
-        response = HttpResponse(body)
-        for name, value in page.outer_headers:
-            response.headers[name] = value
+        response = stored_answer(request, page.body, page.outer_headers)
         if "Content-Length" in response.headers:
-            response.headers["Content-Length"] = str(len(body))
-        if secret is not None:
+            response.headers["Content-Length"] = str(len(response.content))
+        if PLACEHOLDER_BYTES in page.body:
+            # The token put in came from this secret (csrf_token keeps it in META).
+            secret = request.META["CSRF_COOKIE"]
             # What CsrfViewMiddleware sets for a new secret (its Vary is in the headers).
             response.set_cookie(
                 settings.CSRF_COOKIE_NAME,
