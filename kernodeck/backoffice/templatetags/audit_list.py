@@ -84,16 +84,12 @@ def _date_hierarchy(cl):
             if first.month == last.month:
                 known.params[f"{field}__month"] = first.month
                 unit = "day"
-            units = _known_units(first, last, unit) if moments else None
-            if units is None and getattr(cl, "whole_trail", False):
-                units = audit_trail_units(unit)
+            units = _units_without_orm(cl, first, last, unit, moments)
             if units is not None:
                 known.queryset = _Units(units)
             return admin_list.date_hierarchy(known)
     kind = "datetimes" if moments else "dates"
-    years = _known_units(first, last, "year") if moments and first and last else None
-    if years is None and getattr(cl, "whole_trail", False):
-        years = audit_trail_units("year")
+    years = _units_without_orm(cl, first, last, "year", bool(moments and first and last))
     if years is None:
         years = getattr(cl.queryset, kind)(field, "year")
     return {
@@ -107,6 +103,16 @@ def _date_hierarchy(cl):
             for year in years
         ],
     }
+
+
+def _units_without_orm(cl, first, last, unit: str, from_moments: bool) -> list | None:
+    """The list's days, months or years where they can be told without the ORM's read of
+    every event: from its first and last moments (`from_moments`: they are moments and
+    both known), else for the whole trail by stepping through the index; None otherwise."""
+    units = _known_units(first, last, unit) if from_moments else None
+    if units is None and getattr(cl, "whole_trail", False):
+        units = audit_trail_units(unit)
+    return units
 
 
 def _known_units(first, last, unit: str) -> list | None:
