@@ -52,16 +52,8 @@ def units_message() -> str:
     return _("Choose between %(min)d and %(max)d units.") % {"min": MIN_UNITS, "max": MAX_UNITS}
 
 
-def _whole_number(value, *, field: str, message) -> int:
-    """`parse_int`, its refusal's words (`message()`, translated) written only to refuse: a
-    JSON integer, what the API and the forms give, costs no translation lookup."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return parse_int(value, field=field, message=message())
-
-
 def clean_days(sheet: PriceSheet, value) -> int:
-    days = _whole_number(value, field="days", message=days_message)
+    days = parse_int(value, field="days", message=days_message)
     if days not in DURATIONS:
         raise InvalidInput(days_message(), field="days")
     if days not in sheet.unit_prices:
@@ -72,7 +64,7 @@ def clean_days(sheet: PriceSheet, value) -> int:
 
 
 def clean_units(value) -> int:
-    units = _whole_number(value, field="units", message=units_message)
+    units = parse_int(value, field="units", message=units_message)
     if not MIN_UNITS <= units <= MAX_UNITS:
         raise InvalidInput(units_message(), field="units")
     return units

@@ -17,21 +17,19 @@ _ASCII_INT = re.compile(r"[+-]?[0-9]{1,9}", re.ASCII)
 MAX_EMAIL_LENGTH = 254
 
 
-def parse_int(value, *, field: str, message: str) -> int:
+def parse_int(value, *, field: str, message) -> int:
     """A whole number from form or JSON input, or InvalidInput(message, field).
 
     JSON integers pass as they are (range checks are the caller's); `true` is not a number;
-    text must be 1-9 ASCII digits with an optional sign.
+    text must be 1-9 ASCII digits with an optional sign. `message` is the refusal's words,
+    or a function that writes them (called only to refuse: a translation per refusal, not
+    per number taken).
     """
-    if isinstance(value, bool):
-        raise InvalidInput(message, field=field)
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if not isinstance(value, str):
-        raise InvalidInput(message, field=field)
-    text = value.strip()
+    text = value.strip() if isinstance(value, str) else ""
     if not _ASCII_INT.fullmatch(text):
-        raise InvalidInput(message, field=field)
+        raise InvalidInput(message() if callable(message) else message, field=field)
     return int(text)
 
 
