@@ -18,7 +18,10 @@ with `kernodeck serve`'s settings; the load average at the start and the end is 
 The signed-in rows are answered as production answers them: a web process sends its kept
 copy of a page while the database is unchanged (core/signedpages.py), so those rows measure
 that copy; `--signed-page-seconds 0` renders every request (bench/staff.py gives both costs
-in-process). The last row creates payment instructions (`POST /api/v1/orders/{reference}/payments`,
+in-process). Quotes are loaded twice: one body again and again, then every configuration
+of the offer in turn (120 bodies: each priced through the whole stack once per web process
+and catalog version, then answered from the process's copy; core/pagecache.py). The last
+row creates payment instructions (`POST /api/v1/orders/{reference}/payments`,
 BTC) with 8 clients, each request for a fresh order pre-created by the seed.
 Then it runs the two other benchmarks and prints their tables: the chain watcher over
 1 000, 10 000 and 20 000 open intents against a loopback Esplora (bench/watcher.py) and the
@@ -253,6 +256,28 @@ def lua_script(
     return str(path)
 
 
+def quotes_script(folder: Path, bodies: list[dict]) -> str:
+    """A wrk script that POSTs the quote bodies in turn, each thread from its own start."""
+    listed = ",".join(json.dumps(json.dumps(body)) for body in bodies)
+    script = f"""
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local bodies = {{{listed}}}
+local started = 0
+function setup(thread)
+  thread:set("turn", started * 37)
+  started = started + 1
+end
+function request()
+  turn = turn % #bodies + 1
+  return wrk.format(nil, nil, nil, bodies[turn])
+end
+"""
+    path = folder / "quotes.lua"
+    path.write_text(script)
+    return str(path)
+
+
 def payments_script(
     folder: Path, *, orders: list[list[str]], methods: list[str], threads: int, name="payments"
 ) -> str:
@@ -369,6 +394,15 @@ def main() -> int:
     base = f"http://127.0.0.1:{port}"
     folder = Path(tempfile.mkdtemp(prefix="kernodeck-wrk-"))
     quote = {"offer": seed["offer"], "days": 7, "units": 2, "preparation": "pytorch"}
+    # Every configuration of the offer (its durations, 1 to 10 units, its preparations), as
+    # callers pricing different rentals send them: each is priced through the whole stack
+    # once per web process and catalog version, then answered from that process's copy.
+    quotes = [
+        {"offer": seed["offer"], "days": days, "units": units, "preparation": preparation}
+        for days in (3, 7, 30)
+        for units in range(1, 11)
+        for preparation in seed["preparations"]
+    ]
     cases = [
         ("trivial JSON view (baseline)", "/bench/trivial", None, {"path": "/bench/trivial"}),
         ("GET / (home)", "/", None, {"path": "/"}),
@@ -388,6 +422,12 @@ def main() -> int:
             "/api/v1/quotes",
             lua_script(folder, "quote", method="POST", body=quote),
             {"path": "/api/v1/quotes", "method": "post", "body": quote},
+        ),
+        (
+            f"POST /api/v1/quotes, {len(quotes)} bodies in turn",
+            "/api/v1/quotes",
+            quotes_script(folder, quotes),
+            {"path": "/api/v1/quotes", "method": "post", "body": quotes[-1]},
         ),
         (
             f"GET /api/v1/orders, {seed['orders']} orders",

@@ -1,7 +1,8 @@
 """Load the benchmark's data into the configured database and print what the load needs.
 
 Run by bench/run.py with DJANGO_SETTINGS_MODULE=bench.settings. Prints one JSON line:
-{"token": ..., "offer": ..., "orders": N, "pay_orders": [[reference, token], ...],
+{"token": ..., "offer": ..., "preparations": [...], "orders": N,
+"pay_orders": [[reference, token], ...],
 "pages": [[what, path, cookie], ...]}.
 
 `pages` are the signed-in pages the load reaches with a session cookie: the bench
@@ -103,6 +104,7 @@ def main(orders: int, pay_orders: int) -> None:
             {
                 "token": raw,
                 "offer": offer.slug,
+                "preparations": list(offer.preparations),
                 "orders": orders,
                 "pay_orders": to_pay,
                 "pages": _signed_in_pages(customer),

@@ -104,8 +104,13 @@ def offers(request):
 
 
 @router.post("/quotes", auth=None, response=QuoteOut)
+@caching.shared_page(post=True)
 def quotes(request, payload: QuoteIn):
     """Price a configuration exactly as the configurator and order registration do."""
+    # A pure function of the body, the language and the catalog: a caller without a token
+    # or cookies who sends the very bytes of an earlier priced configuration is answered
+    # from this process's copy (core/pagecache.py), which follows the catalog version as
+    # the offers list does.
     quote = order_selectors.configuration_quote_cached(**payload.dict())
     # The answer is built here in QuoteOut's shape (strings and integers only, which
     # tests/api check against the schema), so it goes out as bytes without django-ninja

@@ -112,12 +112,13 @@ def cached_here(key: str, build):
     return value
 
 
-def shared_page(*, params=()):
+def shared_page(*, params=(), post=False):
     """`core.pagecache.shared_page` for a page that shows the catalog's figures: its stored
     copies follow the version (dropped within a second of a bump) and are used for at most
     KERNODECK_CATALOG_CACHE_SECONDS, as this cache's entries are."""
     return pagecache.shared_page(
         params=params,
+        post=post,
         version_key=VERSION_KEY,
         max_age=lambda: settings.KERNODECK_CATALOG_CACHE_SECONDS,
     )

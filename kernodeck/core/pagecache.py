@@ -13,6 +13,11 @@ The placeholder is random per process, so no input can put it into a page.
 
 The key: the path, the raw query string (a view names the parameters it accepts; any
 other makes the page unshared) and the active language (LocaleMiddleware runs first).
+A view whose answer to a POST is a pure function of its body (a quote: `shared_page`'s
+`post`) has that answer shared as well, keyed also by the content type and the body's
+bytes, for a POST of JSON of at most POST_BODY_LIMIT bytes: only the very same request
+finds it, and only a 200 that came through the whole stack (input guard, CSRF, the view's
+own validation) was stored.
 Demo mode and the support address are settings, the same for the whole process. At most
 `ENTRIES` pages per process, least recently used dropped first.
 
@@ -65,6 +70,7 @@ from django.utils.translation import get_language
 from kernodeck.core import clock
 
 ENTRIES = 256
+POST_BODY_LIMIT = 1024  # the most bytes of a POST's body a key holds (`shared_page`'s `post`)
 VERSION_CHECK_SECONDS = 1.0
 PLACEHOLDER = f"kernodeck-shared-page-{secrets.token_hex(16)}"
 PLACEHOLDER_BYTES = PLACEHOLDER.encode("ascii")
@@ -150,10 +156,34 @@ def _version(key: str, *, now: datetime):
     return _read_version(key, now=now)
 
 
+def _small_json(request) -> bool:
+    """A POST of JSON whose declared length is at most POST_BODY_LIMIT bytes: one whose
+    body can be part of a key (see `shared_page`'s `post`)."""
+    meta = request.META
+    length = meta.get("CONTENT_LENGTH") or ""
+    return (
+        request.method == "POST"
+        and length.isascii()
+        and length.isdigit()
+        and 0 < int(length) <= POST_BODY_LIMIT
+        and meta.get("CONTENT_TYPE", "").startswith("application/json")
+    )
+
+
+def _key(request, language: str) -> tuple:
+    """A copy's key: the path, the raw query string and the language; a POST's key also
+    holds its content type and its body, so only the very same bytes find its answer."""
+    meta = request.META
+    if request.method == "POST":
+        query, kind = meta.get("QUERY_STRING", ""), meta["CONTENT_TYPE"]
+        return (request.path, query, language, kind, request.body)
+    return (request.path, meta.get("QUERY_STRING", ""), language)
+
+
 def _anonymous(request) -> bool:
     cookies = request.COOKIES
     return (
-        request.method in ("GET", "HEAD")
+        (request.method in ("GET", "HEAD") or _small_json(request))
         and settings.SESSION_COOKIE_NAME not in cookies
         and "messages" not in cookies  # the messages framework's cookie
         and "HTTP_AUTHORIZATION" not in request.META
@@ -174,13 +204,16 @@ def _accepts(request, accepted: frozenset) -> bool:
     )
 
 
-def shared_page(view=None, *, params=(), max_age=None, version_key=None):
+def shared_page(view=None, *, params=(), max_age=None, version_key=None, post=False):
     """Declare `view`'s answer to anonymous visitors shareable between them.
 
     `params`: the query parameters the page accepts (any other one: not shared, so that
     stray parameters cannot fill the cache). `max_age`: a callable giving the most seconds
     an entry may be used, below KERNODECK_PAGE_CACHE_SECONDS (0: not shared).
     `version_key`: a cache key whose value changes whenever the page's content does.
+    `post`: the view also answers a POST of a small JSON body (`_small_json`) with a pure
+    function of that body and the language (an API's calculation, such as a quote), so
+    its answer to the same bytes is shared too; no other view's answer to a POST is.
     A view that finds the request's answer unfit to share (it echoes refused input) calls
     `decline(request)` before rendering."""
     accepted = frozenset(params)
@@ -189,7 +222,11 @@ def shared_page(view=None, *, params=(), max_age=None, version_key=None):
         @wraps(view)
         def wrapper(request, *args, **kwargs):
             candidate = getattr(request, "_shared_page", None)
-            if candidate is not None and _accepts(request, accepted):
+            if (
+                candidate is not None
+                and (post or request.method != "POST")
+                and _accepts(request, accepted)
+            ):
                 seconds = _seconds()
                 if max_age is not None:
                     seconds = min(seconds, max_age())
@@ -303,7 +340,7 @@ class PageCacheMiddleware:
     def __call__(self, request):
         if _seconds() <= 0 or not _anonymous(request):
             return self.get_response(request)
-        key = (request.path, request.META.get("QUERY_STRING", ""), get_language())
+        key = _key(request, get_language())
         now = clock.now()
         page = _pages.get(key)
         if page is not None and _fresh(page, now):
@@ -352,10 +389,13 @@ def stored_answer(request, body: bytes, headers) -> HttpResponse:
 
 
 def _cookieless(request) -> bool:
-    """A GET or HEAD that brings no cookie at all and no Authorization, where nothing in
-    the settings would make the skipped middlewares answer differently."""
+    """A GET or HEAD, or a POST of a small JSON body, that brings no cookie at all and no
+    Authorization, where nothing in the settings would make the skipped middlewares answer
+    differently. Such a POST's copy is served here only once the same request came back
+    through the whole stack with a 200 (`_keep_headers`): with no cookie, CSRF lets a POST
+    through only to a view exempt from it (the API's), so the skipped check cannot refuse it."""
     return (
-        request.method in ("GET", "HEAD")
+        (request.method in ("GET", "HEAD") or _small_json(request))
         and not request.META.get("HTTP_COOKIE")
         and "HTTP_AUTHORIZATION" not in request.META
         and not settings.CSRF_USE_SESSIONS
@@ -382,7 +422,7 @@ class StoredPageMiddleware:
         language = translation.get_language_from_request(request, check_path=False)
         translation.activate(language)
         request.LANGUAGE_CODE = translation.get_language()
-        key = (request.path, request.META.get("QUERY_STRING", ""), request.LANGUAGE_CODE)
+        key = _key(request, request.LANGUAGE_CODE)
         page = _pages.get(key)
         if page is not None and page.outer_headers is not None and _fresh(page, clock.now()):
             with _lock:

@@ -2,8 +2,10 @@
 (core/pagecache.py, StoredPageMiddleware): the same body but the token, the very headers
 and CSRF cookie the whole stack gives, a token Django's CSRF check accepts, the host and
 user-agent checks still made; the offers list is such a copy too and follows the catalog
-version, and quotes read a per-process copy of the price sheets that does the same."""
+version, and quotes read a per-process copy of the price sheets that does the same; a
+quote's answer is kept for the very same bytes, a refusal or another view's POST never."""
 
+import json
 import re
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -17,7 +19,7 @@ from django.urls import reverse
 from kernodeck.accounts import services as account_services
 from kernodeck.catalog import caching
 from kernodeck.core import clock, pagecache
-from tests.factories import api_post, make_offer, make_order, make_user
+from tests.factories import PASSWORD, api_post, make_offer, make_order, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -241,3 +243,94 @@ def test_the_early_and_the_late_copy_carry_the_same_headers(offer):
     returning = browser.get(reverse("catalog:list"), **EN)
     assert early(first_visit) and not early(returning) and not returning.templates
     assert same_headers(first_visit, returning)
+
+
+def post_json(raw: bytes, *, content_type="application/json", path="/api/v1/quotes", **extra):
+    """POST these very bytes, without cookies (a script's call)."""
+    return Client().generic("POST", path, raw, content_type=content_type, **{**EN, **extra})
+
+
+def quote_bytes(offer, **fields) -> bytes:
+    body = {"offer": offer.slug, "days": 7, "units": 2, "preparation": "pytorch", **fields}
+    return json.dumps(body).encode()
+
+
+def test_a_quote_asked_again_in_the_same_bytes_is_the_copy_of_the_first_answer(offer):
+    raw = quote_bytes(offer)
+    first, second = post_json(raw), post_json(raw)
+    assert first.status_code == second.status_code == 200
+    assert not early(first) and early(second)
+    assert first.content == second.content
+    assert same_headers(first, second)
+    assert not second.cookies
+    assert second.wsgi_request.resolver_match.route == "api/v1/quotes"
+
+    # Other bytes are another key: other units priced anew, the same fields spaced
+    # otherwise answered by the view again (with the same figures).
+    three = post_json(quote_bytes(offer, units=3))
+    assert not early(three) and three.json()["units"] == 3
+    spaced = post_json(raw.replace(b", ", b",  "))
+    assert not early(spaced) and spaced.content == first.content
+    spanish = post_json(raw, HTTP_ACCEPT_LANGUAGE="es")
+    assert not early(spanish) and spanish["Content-Language"] == "es"
+
+
+def test_only_a_priced_quote_is_kept_never_a_refusal(offer):
+    refused = [
+        (422, quote_bytes(offer, units=11)),  # over the limit
+        (409, quote_bytes(offer, units=5 + 1)),  # more than the 5 free
+        (422, quote_bytes(offer, preparation="py\x00torch")),  # an escaped NUL: the schema
+        (400, quote_bytes(offer).replace(b"pytorch", b"py\x00torch")),  # a NUL: the guard
+    ]
+    for status, raw in refused:
+        answers = [post_json(raw) for _ in range(3)]
+        assert [answer.status_code for answer in answers] == [status] * 3, raw
+        assert not any(early(answer) for answer in answers), raw
+    assert not any(key[0] == "/api/v1/quotes" for key in pagecache._pages)
+
+
+def test_a_quote_with_a_token_a_cookie_or_a_query_goes_through_the_stack(offer):
+    raw = quote_bytes(offer)
+    post_json(raw), post_json(raw)  # stored, and its headers kept
+    _, token = account_services.api_token_create(user=make_user(), name="t")
+    with_token = post_json(raw, HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert not early(with_token) and with_token["Cache-Control"] == "no-store"
+    assert not early(post_json(raw, HTTP_COOKIE=f"{settings.LANGUAGE_COOKIE_NAME}=en"))
+    for _ in range(2):
+        stray = Client().generic(
+            "POST", "/api/v1/quotes?units=3", raw, content_type="application/json", **EN
+        )
+        assert stray.status_code == 422 and not early(stray)
+
+
+def test_a_large_or_non_json_body_is_never_a_key(offer):
+    raw = quote_bytes(offer)
+    padded = raw[:-1] + b" " * (pagecache.POST_BODY_LIMIT + 1 - len(raw)) + b"}"
+    assert len(padded) > pagecache.POST_BODY_LIMIT
+    for body, content_type in ((padded, "application/json"), (raw, "text/plain")):
+        answers = [post_json(body, content_type=content_type) for _ in range(3)]
+        assert all(answer.status_code == 200 for answer in answers), content_type
+        assert not any(early(answer) for answer in answers), content_type
+
+
+def test_a_post_is_kept_only_where_its_view_says_so_never_a_token(offer):
+    user = make_user()
+    raw = json.dumps({"email": user.email, "password": PASSWORD}).encode()
+    answers = [post_json(raw, path="/api/v1/auth/token") for _ in range(3)]
+    assert [answer.status_code for answer in answers] == [200] * 3
+    assert not any(early(answer) for answer in answers)
+    assert len({answer.json()["token"] for answer in answers}) == 3
+    assert not any(key[0] == "/api/v1/auth/token" for key in pagecache._pages)
+
+
+@pytest.mark.urls("tests.core.pagecache_urls")
+def test_a_shared_page_keeps_its_answer_to_a_post_only_when_it_says_so():
+    body = b'{"n": 1}'
+    posted = [post_json(body, path="/test/posted/").json()["calls"] for _ in range(3)]
+    priced = [post_json(body, path="/test/priced/").json()["calls"] for _ in range(3)]
+    assert posted == [1, 2, 3]  # every POST reached the view
+    assert priced == [1, 1, 1]  # the first answer, kept
+    # A GET of the same page is its own key; a form post is never kept.
+    assert Client().get("/test/priced/").json() == {"method": "GET", "calls": 2}
+    form = [Client().post("/test/priced/", {"n": "1"}).json()["calls"] for _ in range(2)]
+    assert form == [3, 4]
