@@ -18,9 +18,11 @@ with `kernodeck serve`'s settings; the load average at the start and the end is 
 The signed-in rows are answered as production answers them: a web process sends its kept
 copy of a page while the database is unchanged (core/signedpages.py), so those rows measure
 that copy; `--signed-page-seconds 0` renders every request (bench/staff.py gives both costs
-in-process). Quotes are loaded twice: one body again and again, then every configuration
+in-process). Quotes are loaded three times: one body again and again, every configuration
 of the offer in turn (120 bodies: each priced through the whole stack once per web process
-and catalog version, then answered from the process's copy; core/pagecache.py). The last
+and catalog version, then answered from the process's copy; core/pagecache.py), and bodies
+no process has kept (the same fields spaced in 900 ways), each priced through the whole
+stack: that row has no target, it shows what a quote costs when no copy answers. The last
 row creates payment instructions (`POST /api/v1/orders/{reference}/payments`,
 BTC) with 8 clients, each request for a fresh order pre-created by the seed.
 Then it runs the two other benchmarks and prints their tables: the chain watcher over
@@ -278,6 +280,30 @@ end
     return str(path)
 
 
+def unseen_quotes_script(folder: Path, body: dict) -> str:
+    """A wrk script whose quote bodies are the same fields followed by 0 to 899 spaces, in
+    turn: more keys than a process keeps answers (core/pagecache.py's ENTRIES), so no
+    request finds a copy and each is priced through the whole stack, then stored."""
+    opening = json.dumps(body)[:-1]
+    script = f"""
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local opening = {json.dumps(opening)}
+local started = 0
+function setup(thread)
+  thread:set("turn", started * 450)
+  started = started + 1
+end
+function request()
+  turn = (turn + 1) % 900
+  return wrk.format(nil, nil, nil, opening .. string.rep(" ", turn) .. "}}")
+end
+"""
+    path = folder / "unseen.lua"
+    path.write_text(script)
+    return str(path)
+
+
 def payments_script(
     folder: Path, *, orders: list[list[str]], methods: list[str], threads: int, name="payments"
 ) -> str:
@@ -428,6 +454,12 @@ def main() -> int:
             "/api/v1/quotes",
             quotes_script(folder, quotes),
             {"path": "/api/v1/quotes", "method": "post", "body": quotes[-1]},
+        ),
+        (
+            "quotes priced anew: no copy found",
+            "/api/v1/quotes",
+            unseen_quotes_script(folder, quote),
+            {"path": "/api/v1/quotes", "method": "post", "body": quote},
         ),
         (
             f"GET /api/v1/orders, {seed['orders']} orders",

@@ -19,15 +19,19 @@ bytes, for a POST of JSON of at most POST_BODY_LIMIT bytes: only the very same r
 finds it, and only a 200 that came through the whole stack (input guard, CSRF, the view's
 own validation) was stored.
 Demo mode and the support address are settings, the same for the whole process. At most
-`ENTRIES` pages per process, least recently used dropped first.
+`ENTRIES` pages per process, least recently used dropped first, and as many answers to
+POSTs, kept apart so that new bodies never push a page out.
 
 Freshness: an entry is used for at most KERNODECK_PAGE_CACHE_SECONDS (0: no page cache),
 by the project clock. A page that shows the catalog's figures names the catalog's version
-key and max age: its entry records the version read before the view ran and is dropped
-once the shared version differs, which this process checks at most once every
-`VERSION_CHECK_SECONDS`; a change that bumps the version therefore shows within about a
-second, and a hold that lapses without any write (no bump) within the page's max age plus
+key and max age: its entry records the version as this process knew it before the view
+ran and is dropped once the shared version differs, which this process checks at most once
+every `VERSION_CHECK_SECONDS`; a change that bumps the version therefore shows within about
+a second, and a hold that lapses without any write (no bump) within the page's max age plus
 that of the catalog entry the page was built from (twice KERNODECK_CATALOG_CACHE_SECONDS).
+The version recorded is never newer than the figures the view read (versions only grow,
+and the view's own reads of the version come after), so an entry can only be dropped too
+soon, never kept past a change; and a page rendered anew costs no extra read of it.
 
 Only a 200, non-streaming answer that set no cookie, left the session unchanged and
 queued no message is stored. The middleware sits last in MIDDLEWARE: every other
@@ -67,7 +71,7 @@ from django.middleware.csrf import CSRF_ALLOWED_CHARS, CSRF_SECRET_LENGTH, get_t
 from django.utils import translation
 from django.utils.translation import get_language
 
-from kernodeck.core import clock
+from kernodeck.core import clock, stack
 
 ENTRIES = 256
 POST_BODY_LIMIT = 1024  # the most bytes of a POST's body a key holds (`shared_page`'s `post`)
@@ -105,9 +109,15 @@ class Candidate:
 
 
 _pages: OrderedDict = OrderedDict()
+# Answers to POSTs (`shared_page`'s `post`), apart: their keys hold bytes a caller chooses
+# (the same fields spaced otherwise), so a stream of new bodies churns only this store,
+# never the pages'.
+_answers: OrderedDict = OrderedDict()
 # The paths of copies StoredPageMiddleware can serve: any other request passes it without
 # choosing a language (bounded: only shared pages' paths, forgotten past 4 times ENTRIES).
 _early_paths: set[str] = set()
+# The same for answers to POSTs: their paths and bodies, each dropped with its answer.
+_early_bodies: set[tuple[str, bytes]] = set()
 _versions: dict[str, tuple[object, datetime]] = {}
 _lock = threading.Lock()
 
@@ -116,8 +126,10 @@ def clear() -> None:
     """Forget every stored page and version (tests; a process keeps them until it ends)."""
     with _lock:
         _pages.clear()
+        _answers.clear()
         _versions.clear()
         _early_paths.clear()
+        _early_bodies.clear()
 
 
 def _seconds() -> int:
@@ -180,6 +192,20 @@ def _key(request, language: str) -> tuple:
     return (request.path, meta.get("QUERY_STRING", ""), language)
 
 
+def _kept_for(request) -> OrderedDict:
+    """The store of copies a request's key belongs to: a POST's answers or the pages."""
+    return _answers if request.method == "POST" else _pages
+
+
+def _may_be_early(request) -> bool:
+    """Whether StoredPageMiddleware may hold a copy for `request`: one of a page kept for
+    its path, or for a POST of a small JSON body an answer kept for its path and body (so
+    a new body passes at the cost of a set lookup, as a page nobody kept does)."""
+    if _small_json(request):
+        return (request.path, request.body) in _early_bodies
+    return request.path in _early_paths
+
+
 def _anonymous(request) -> bool:
     cookies = request.COOKIES
     return (
@@ -235,7 +261,7 @@ def shared_page(view=None, *, params=(), max_age=None, version_key=None, post=Fa
                     candidate.max_age = timedelta(seconds=seconds)
                     if version_key is not None:
                         candidate.version_key = version_key
-                        candidate.version = _read_version(version_key, now=clock.now())
+                        candidate.version = _version(version_key, now=clock.now())
             return view(request, *args, **kwargs)
 
         return wrapper
@@ -284,6 +310,8 @@ def _storable(request, response, candidate) -> bool:
     session = getattr(request, "session", None)
     if session is not None and session.modified:
         return False
+    if stack.messages_untouched(request):
+        return True  # asking the lazy storage would make it, to say nothing was added
     messages = getattr(request, "_messages", None)
     return not getattr(messages, "added_new", False)
 
@@ -341,12 +369,13 @@ class PageCacheMiddleware:
         if _seconds() <= 0 or not _anonymous(request):
             return self.get_response(request)
         key = _key(request, get_language())
+        kept = _kept_for(request)
         now = clock.now()
-        page = _pages.get(key)
+        page = kept.get(key)
         if page is not None and _fresh(page, now):
             with _lock:
-                if key in _pages:
-                    _pages.move_to_end(key)
+                if key in kept:
+                    kept.move_to_end(key)
             request._page_answered = page
             return self._serve(request, page)
         candidate = request._shared_page = Candidate(key)
@@ -364,10 +393,12 @@ class PageCacheMiddleware:
                 version=candidate.version,
             )
             with _lock:
-                _pages[key] = stored
-                _pages.move_to_end(key)
-                while len(_pages) > ENTRIES:
-                    _pages.popitem(last=False)
+                kept[key] = stored
+                kept.move_to_end(key)
+                while len(kept) > ENTRIES:
+                    dropped, _page = kept.popitem(last=False)
+                    if kept is _answers:
+                        _early_bodies.discard((dropped[0], dropped[4]))
             request._page_answered = stored
         return with_token(request, response)
 
@@ -415,7 +446,7 @@ class StoredPageMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if request.path not in _early_paths or _seconds() <= 0 or not _cookieless(request):
+        if not _may_be_early(request) or _seconds() <= 0 or not _cookieless(request):
             return self._through(request)
         request.get_host()  # DisallowedHost (400), as CommonMiddleware would raise it
         # As LocaleMiddleware chooses it (no cookie: from Accept-Language).
@@ -423,11 +454,12 @@ class StoredPageMiddleware:
         translation.activate(language)
         request.LANGUAGE_CODE = translation.get_language()
         key = _key(request, request.LANGUAGE_CODE)
-        page = _pages.get(key)
+        kept = _kept_for(request)
+        page = kept.get(key)
         if page is not None and page.outer_headers is not None and _fresh(page, clock.now()):
             with _lock:
-                if key in _pages:
-                    _pages.move_to_end(key)
+                if key in kept:
+                    kept.move_to_end(key)
             return self._serve(request, page)
         return self._through(request)
 
@@ -451,9 +483,12 @@ class StoredPageMiddleware:
         ):
             page.outer_headers = tuple(response.headers.items())
             with _lock:
-                if len(_early_paths) >= 4 * ENTRIES:
-                    _early_paths.clear()
-                _early_paths.add(request.path)
+                if request.method == "POST":
+                    _early_bodies.add((request.path, request.body))
+                else:
+                    if len(_early_paths) >= 4 * ENTRIES:
+                        _early_paths.clear()
+                    _early_paths.add(request.path)
 
     @staticmethod
     def _serve(request, page: Page):

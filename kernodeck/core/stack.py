@@ -95,6 +95,13 @@ class CSPMiddleware(LibraryCSPMiddleware):
         return response
 
 
+def messages_untouched(request) -> bool:
+    """Whether nothing made the request's message storage (MessageMiddleware's, below):
+    then nothing was added to it or read from it."""
+    messages = getattr(request, "_messages", None)
+    return isinstance(messages, SimpleLazyObject) and messages._wrapped is empty
+
+
 class MessageMiddleware(LibraryMessageMiddleware):
     """django.contrib.messages' middleware with the storage made on first use."""
 
@@ -102,8 +109,7 @@ class MessageMiddleware(LibraryMessageMiddleware):
         request._messages = SimpleLazyObject(lambda: default_storage(request))
 
     def process_response(self, request, response):
-        messages = getattr(request, "_messages", None)
-        if isinstance(messages, SimpleLazyObject) and messages._wrapped is empty:
+        if messages_untouched(request):
             return response  # never touched: nothing added, nothing read, nothing to store
         return super().process_response(request, response)
 
