@@ -484,6 +484,8 @@ class StoredPageMiddleware:
             page.outer_headers = tuple(response.headers.items())
             with _lock:
                 if request.method == "POST":
+                    if len(_early_bodies) >= 4 * ENTRIES:
+                        _early_bodies.clear()  # only if answers dropped by another thread
                     _early_bodies.add((request.path, request.body))
                 else:
                     if len(_early_paths) >= 4 * ENTRIES:
