@@ -258,16 +258,16 @@ def lua_script(
     return str(path)
 
 
-def quotes_script(folder: Path, bodies: list[dict]) -> str:
-    """A wrk script that POSTs the quote bodies in turn, each thread from its own start."""
-    listed = ",".join(json.dumps(json.dumps(body)) for body in bodies)
+def bodies_script(folder: Path, name: str, bodies: list[str]) -> str:
+    """A wrk script that POSTs these JSON bodies in turn, each thread from its own start."""
+    listed = ",".join(json.dumps(body) for body in bodies)
     script = f"""
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 local bodies = {{{listed}}}
 local started = 0
 function setup(thread)
-  thread:set("turn", started * 37)
+  thread:set("turn", started * {len(bodies) // WRK_THREADS})
   started = started + 1
 end
 function request()
@@ -275,31 +275,7 @@ function request()
   return wrk.format(nil, nil, nil, bodies[turn])
 end
 """
-    path = folder / "quotes.lua"
-    path.write_text(script)
-    return str(path)
-
-
-def unseen_quotes_script(folder: Path, body: dict) -> str:
-    """A wrk script whose quote bodies are the same fields followed by 0 to 899 spaces, in
-    turn: more keys than a process keeps answers (core/pagecache.py's ENTRIES), so no
-    request finds a copy and each is priced through the whole stack, then stored."""
-    opening = json.dumps(body)[:-1]
-    script = f"""
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local opening = {json.dumps(opening)}
-local started = 0
-function setup(thread)
-  thread:set("turn", started * 450)
-  started = started + 1
-end
-function request()
-  turn = (turn + 1) % 900
-  return wrk.format(nil, nil, nil, opening .. string.rep(" ", turn) .. "}}")
-end
-"""
-    path = folder / "unseen.lua"
+    path = folder / f"{name}.lua"
     path.write_text(script)
     return str(path)
 
@@ -429,6 +405,10 @@ def main() -> int:
         for units in range(1, 11)
         for preparation in seed["preparations"]
     ]
+    # The same fields followed by 0 to 899 spaces: more keys than a process keeps answers
+    # (core/pagecache.py's ENTRIES), so no request finds a copy and each is priced through
+    # the whole stack, then stored.
+    unseen = [json.dumps(quote)[:-1] + " " * spaces + "}" for spaces in range(900)]
     cases = [
         ("trivial JSON view (baseline)", "/bench/trivial", None, {"path": "/bench/trivial"}),
         ("GET / (home)", "/", None, {"path": "/"}),
@@ -452,13 +432,13 @@ def main() -> int:
         (
             f"POST /api/v1/quotes, {len(quotes)} bodies in turn",
             "/api/v1/quotes",
-            quotes_script(folder, quotes),
+            bodies_script(folder, "quotes", [json.dumps(body) for body in quotes]),
             {"path": "/api/v1/quotes", "method": "post", "body": quotes[-1]},
         ),
         (
             "quotes priced anew: no copy found",
             "/api/v1/quotes",
-            unseen_quotes_script(folder, quote),
+            bodies_script(folder, "unseen", unseen),
             {"path": "/api/v1/quotes", "method": "post", "body": quote},
         ),
         (

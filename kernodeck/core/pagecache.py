@@ -182,19 +182,20 @@ def _small_json(request) -> bool:
     )
 
 
-def _key(request, language: str) -> tuple:
-    """A copy's key: the path, the raw query string and the language; a POST's key also
-    holds its content type and its body, so only the very same bytes find its answer."""
+def _keyable(request) -> bool:
+    """A GET or HEAD, or a POST of a small JSON body: a request whose answer has a key."""
+    return request.method in ("GET", "HEAD") or _small_json(request)
+
+
+def _slot(request, language: str) -> tuple[OrderedDict, tuple]:
+    """Where a copy of the answer to `request` is kept and under which key: the path, the
+    raw query string and the language among the pages; a POST's answers apart, its key
+    also holding its content type and its body, so only the very same bytes find it."""
     meta = request.META
+    query = meta.get("QUERY_STRING", "")
     if request.method == "POST":
-        query, kind = meta.get("QUERY_STRING", ""), meta["CONTENT_TYPE"]
-        return (request.path, query, language, kind, request.body)
-    return (request.path, meta.get("QUERY_STRING", ""), language)
-
-
-def _kept_for(request) -> OrderedDict:
-    """The store of copies a request's key belongs to: a POST's answers or the pages."""
-    return _answers if request.method == "POST" else _pages
+        return _answers, (request.path, query, language, meta["CONTENT_TYPE"], request.body)
+    return _pages, (request.path, query, language)
 
 
 def _may_be_early(request) -> bool:
@@ -209,7 +210,7 @@ def _may_be_early(request) -> bool:
 def _anonymous(request) -> bool:
     cookies = request.COOKIES
     return (
-        (request.method in ("GET", "HEAD") or _small_json(request))
+        _keyable(request)
         and settings.SESSION_COOKIE_NAME not in cookies
         and "messages" not in cookies  # the messages framework's cookie
         and "HTTP_AUTHORIZATION" not in request.META
@@ -368,8 +369,7 @@ class PageCacheMiddleware:
     def __call__(self, request):
         if _seconds() <= 0 or not _anonymous(request):
             return self.get_response(request)
-        key = _key(request, get_language())
-        kept = _kept_for(request)
+        kept, key = _slot(request, get_language())
         now = clock.now()
         page = kept.get(key)
         if page is not None and _fresh(page, now):
@@ -398,7 +398,8 @@ class PageCacheMiddleware:
                 while len(kept) > ENTRIES:
                     dropped, _page = kept.popitem(last=False)
                     if kept is _answers:
-                        _early_bodies.discard((dropped[0], dropped[4]))
+                        path, *_, body = dropped
+                        _early_bodies.discard((path, body))
             request._page_answered = stored
         return with_token(request, response)
 
@@ -426,7 +427,7 @@ def _cookieless(request) -> bool:
     through the whole stack with a 200 (`_keep_headers`): with no cookie, CSRF lets a POST
     through only to a view exempt from it (the API's), so the skipped check cannot refuse it."""
     return (
-        (request.method in ("GET", "HEAD") or _small_json(request))
+        _keyable(request)
         and not request.META.get("HTTP_COOKIE")
         and "HTTP_AUTHORIZATION" not in request.META
         and not settings.CSRF_USE_SESSIONS
@@ -453,8 +454,7 @@ class StoredPageMiddleware:
         language = translation.get_language_from_request(request, check_path=False)
         translation.activate(language)
         request.LANGUAGE_CODE = translation.get_language()
-        key = _key(request, request.LANGUAGE_CODE)
-        kept = _kept_for(request)
+        kept, key = _slot(request, request.LANGUAGE_CODE)
         page = kept.get(key)
         if page is not None and page.outer_headers is not None and _fresh(page, clock.now()):
             with _lock:
